@@ -1,0 +1,41 @@
+"""MNIST data for the tutorial: download, reading, transforms and pipelines.
+
+Mirrors the part of ``mindspore.dataset`` the Callback tutorial uses::
+
+    import torch
+    from nbcallback.dataset import MnistDataset, download_mnist, transforms, vision
+
+    path = download_mnist(".")                      # ./MNIST_Data, verified
+    dataset = MnistDataset(path / "train")
+    dataset = dataset.map([vision.Rescale(1.0 / 255.0, 0),
+                           vision.Normalize(mean=(0.1307,), std=(0.3081,)),
+                           vision.HWC2CHW()], "image")
+    dataset = dataset.map(transforms.TypeCast(torch.int64), "label")
+    dataset = dataset.batch(64)                     # 938 batches per epoch
+
+Built-in transforms run once over whole columns and are cached; Python
+callables given to ``map`` run per sample every epoch (see
+:mod:`nbcallback.dataset.pipeline`).
+"""
+from __future__ import annotations
+
+from . import transforms, vision
+from .download import DEFAULT_URLS, URL_ENV, DownloadError, download_mnist
+from .idx import IdxError, read_idx
+from .mnist import MnistDataset
+from .pipeline import Dataset, DatasetIterator, SourceDataset
+
+__all__ = [
+    "DEFAULT_URLS",
+    "URL_ENV",
+    "Dataset",
+    "DatasetIterator",
+    "DownloadError",
+    "IdxError",
+    "MnistDataset",
+    "SourceDataset",
+    "download_mnist",
+    "read_idx",
+    "transforms",
+    "vision",
+]

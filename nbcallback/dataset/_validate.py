@@ -1,0 +1,92 @@
+"""Argument checks shared by the dataset package.
+
+The messages follow MindSpore's validators (``Argument x with value ... is not
+of type ...`` / ``Input x is not within the required interval of ...``) so that
+errors read the same as in the tutorial's framework, and every message names
+the offending argument.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _type_names(types: Sequence[type]) -> str:
+    return "[" + ", ".join(f"<class '{t.__name__}'>" for t in types) + "]"
+
+
+def type_error(name: str, value: Any, types: Sequence[type]) -> TypeError:
+    """Build MindSpore's wording for an argument of the wrong type."""
+    return TypeError(
+        f"Argument {name} with value {value!r} is not of type {_type_names(types)}, "
+        f"but got {type(value)}."
+    )
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` if it is a bool, else raise TypeError naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise type_error(name, value, (bool,))
+    return bool(value)
+
+
+def check_int(value: Any, name: str, low: int, high: int = INT32_MAX) -> int:
+    """Return ``value`` as int if it is an integer (not a bool) in ``[low, high]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise type_error(name, value, (int,))
+    value = int(value)
+    if not low <= value <= high:
+        raise ValueError(
+            f"Input {name} is not within the required interval of [{low}, {high}], but got {value}."
+        )
+    return value
+
+
+def check_real(
+    value: Any,
+    name: str,
+    low: float = -FLOAT32_MAX,
+    high: float = FLOAT32_MAX,
+    *,
+    low_open: bool = False,
+) -> float:
+    """Return ``value`` as float if it is a real number (not a bool) within the bounds.
+
+    ``low_open`` makes the lower bound exclusive, as for Normalize's ``std``.
+    NaN is never within the bounds.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise type_error(name, value, (int, float))
+    as_float = float(value)
+    above = as_float > low if low_open else as_float >= low
+    if math.isnan(as_float) or not above or as_float > high:
+        bracket = "(" if low_open else "["
+        raise ValueError(
+            f"Input {name} is not within the required interval of {bracket}{low}, {high}], "
+            f"but got {value!r}."
+        )
+    return as_float
+
+
+def check_columns(value: Any, name: str) -> list[str]:
+    """Normalise a column argument (a str or a non-empty list/tuple of unique str) to a list."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise type_error(name, value, (str, list))
+    if not value:
+        raise ValueError(f"{name} must not be empty.")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise type_error(f"{name}[{i}]", item, (str,))
+        if not item:
+            raise ValueError(f"{name}[{i}] must be a non-empty column name.")
+    if len(set(value)) != len(value):
+        raise ValueError(f"{name} must not contain duplicate names, but got {list(value)}.")
+    return list(value)

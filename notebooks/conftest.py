@@ -1,0 +1,47 @@
+"""Run the notebooks as tests (nbval) against a loopback MNIST mirror.
+
+nbval's cell items are not pytest functions, so fixtures do not reach them;
+this hook starts one mirror for the session before the first notebook kernel
+starts and points the kernels at it (and at a temporary data folder) through
+the environment they inherit.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_STATE: dict = {}
+
+
+def _start_mirror() -> None:
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo))
+    from tests.support.mirror import LoopbackServer, mnist_zip
+
+    folder = Path(tempfile.mkdtemp(prefix="nbcallback-nb-mirror-"))
+    shutil.copy(mnist_zip(), folder / "MNIST_Data.zip")
+    server = LoopbackServer(folder).__enter__()
+    data = Path(tempfile.mkdtemp(prefix="nbcallback-nb-data-"))
+    _STATE.update(server=server, folders=[folder, data])
+    os.environ["NBCALLBACK_MNIST_URL"] = f"{server.url}/MNIST_Data.zip"
+    os.environ["NBCALLBACK_DATA"] = str(data)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.path.suffix == ".ipynb" and "server" not in _STATE:
+        _start_mirror()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    server = _STATE.pop("server", None)
+    if server is not None:
+        server.__exit__(None, None, None)
+    for folder in _STATE.pop("folders", []):
+        shutil.rmtree(folder, ignore_errors=True)
