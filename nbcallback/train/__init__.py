@@ -11,6 +11,16 @@ from nbcallback.train.metrics import Metric, get_metric_fn
 from nbcallback.train.model import Model
 from nbcallback.train.serialization import CheckpointError, load_checkpoint, load_param_into_net, save_checkpoint
 from nbcallback.train.time_monitor import TimeMonitor
+from nbcallback.train.history import History
+from nbcallback.train.lambda_callback import LambdaCallback
+from nbcallback.train.early_stopping import EarlyStopping
+from nbcallback.train.reduce_lr_on_plateau import ReduceLROnPlateau
+from nbcallback.train.lr_scheduler import LearningRateScheduler
+from nbcallback.train.backup_and_restore import BackupAndRestore
+from nbcallback.train.on_request_exit import OnRequestExit
+from nbcallback.train.summary_collector import SummaryCollector
+from nbcallback.train.terminate_on_nan import TerminateOnNaN
+from nbcallback.train.best_checkpoint import BestCheckpoint
 
 __all__ = [
     "Callback",
@@ -28,4 +38,14 @@ __all__ = [
     "load_checkpoint",
     "load_param_into_net",
     "save_checkpoint",
+    "History",
+    "LambdaCallback",
+    "EarlyStopping",
+    "ReduceLROnPlateau",
+    "LearningRateScheduler",
+    "BackupAndRestore",
+    "OnRequestExit",
+    "SummaryCollector",
+    "TerminateOnNaN",
+    "BestCheckpoint",
 ]

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from nbcallback.train.callback import Callback, CallbackParams, RunContext
+from nbcallback.train.distributed import acts_on_rank
 from nbcallback.train.serialization import (
     atomic_write,
     remove_stale_partials,
@@ -313,7 +314,9 @@ class ModelCheckpoint(Callback):
     Files are named ``{prefix}-{epoch}_{step in epoch}.ckpt``; a final checkpoint
     is forced at the end of training unless one was just written at that step.
     Before the first checkpoint, ``{prefix}-graph.meta`` (JSON) describes the
-    network. Only rank 0 writes when training with several processes.
+    network. Only rank 0 writes when training with several processes (every
+    rank with ``NBCALLBACK_CALLBACK_RANKS=all``: then give each rank its own
+    ``directory``).
 
     Raises:
         ValueError: a bad prefix. TypeError: a bad directory or config type.
@@ -397,7 +400,7 @@ class ModelCheckpoint(Callback):
 
     def on_train_step_end(self, run_context: RunContext) -> None:
         cb_params = run_context.original_args()
-        if cb_params.get("rank_id", 0) != 0:
+        if not acts_on_rank(cb_params):
             return
         self._resolve_names(cb_params)
         if not self._graph_written:
@@ -406,7 +409,7 @@ class ModelCheckpoint(Callback):
 
     def on_train_end(self, run_context: RunContext) -> None:
         cb_params = run_context.original_args()
-        if cb_params.get("rank_id", 0) == 0 and cb_params.get("cur_step_num", 0) > 0:
+        if acts_on_rank(cb_params) and cb_params.get("cur_step_num", 0) > 0:
             self._resolve_names(cb_params)
             self._save_ckpt(cb_params, force=True)
         wait_for_async_saves()
@@ -434,13 +437,14 @@ class ModelCheckpoint(Callback):
                 )
             self._directory = Path(os.path.realpath(os.fspath(folder)))
         assert self._directory is not None
-        self._directory.mkdir(parents=True, exist_ok=True)
+        # The folder is (re)created where files are written, not on every step (a syscall per step).
 
     def _write_graph(self, cb_params: CallbackParams) -> None:
         assert self._directory is not None
         network = self._config.saved_network or _backbone(cb_params["train_network"])
         text = json.dumps(describe_network(network), indent=1)
         graph_prefix = self._prefix if self._prefix_fn is None else "graph"
+        self._directory.mkdir(parents=True, exist_ok=True)
         atomic_write(self._directory / f"{graph_prefix}-graph.meta", lambda handle: handle.write(text.encode()))
         self._graph_written = True
 
@@ -462,6 +466,9 @@ class ModelCheckpoint(Callback):
         if not self._due(cb_params, force):
             return
         assert self._directory is not None
+        self._directory.mkdir(parents=True, exist_ok=True)
+        # As MindSpore does: let the previous async save finish, so rotation sees every file on disk.
+        wait_for_async_saves()
         now = time.time()
         if self._config.save_checkpoint_seconds and not self._config.save_checkpoint_steps:
             self._last_time = now
@@ -506,11 +513,13 @@ class ModelCheckpoint(Callback):
         config = self._config
         files = [f for f in self._managed_files() if f != keep]
 
-        def age_key(path: Path) -> tuple[int, str]:
+        def age_key(path: Path) -> tuple[int, tuple[int, ...], str]:
+            # Equal mtimes (coarse file-system clocks) fall back to the epoch/step numbers in the name.
+            numbers = tuple(int(n) for n in re.findall(r"\d+", path.name[len(self._prefix):]))
             try:
-                return path.stat().st_mtime_ns, path.name
+                return path.stat().st_mtime_ns, numbers, path.name
             except OSError:
-                return 0, path.name
+                return 0, numbers, path.name
 
         files.sort(key=age_key)
         if config.keep_checkpoint_max and config.keep_checkpoint_max > 0:
@@ -528,19 +537,26 @@ class ModelCheckpoint(Callback):
             except OSError as exc:
                 warnings.warn(f"ModelCheckpoint could not remove the old checkpoint {path}: {exc}", stacklevel=2)
 
-    def _save_on_exception(self, cb_params: CallbackParams) -> None:
-        """Save ``{prefix}-{epoch}_{step}_breakpoint.ckpt`` when training failed (``exception_save``)."""
-        if not self._config.exception_save or cb_params.get("rank_id", 0) != 0:
+    def _save_on_exception(self, cb_params: CallbackParams, step_in_epoch: int | None = None) -> None:
+        """Save ``{prefix}-{epoch}_{step}_breakpoint.ckpt`` when training failed (``exception_save``).
+
+        ``step_in_epoch`` (given by ``Model``) is 0 when the failing epoch ran no step yet.
+        """
+        if not self._config.exception_save or not acts_on_rank(cb_params):
             return
         if "train_network" not in cb_params:
             return
         try:
             self._resolve_names(cb_params)
+            assert self._directory is not None
+            self._directory.mkdir(parents=True, exist_ok=True)
         except (ValueError, TypeError, OSError):
             return
-        assert self._directory is not None
         prefix = _deduplicated_prefix(self._directory, self._prefix, breakpoints=True)
-        step = _step_in_epoch(cb_params) if cb_params.get("cur_step_num", 0) > 0 else 0
+        if step_in_epoch is not None:
+            step = step_in_epoch
+        else:
+            step = _step_in_epoch(cb_params) if cb_params.get("cur_step_num", 0) > 0 else 0
         path = self._directory / f"{prefix}-{cb_params.get('cur_epoch_num', 0)}_{step}_breakpoint.ckpt"
         network = self._config.saved_network or cb_params["train_network"]
         save_checkpoint(network, str(path))

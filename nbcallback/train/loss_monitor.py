@@ -7,6 +7,7 @@ import torch
 
 from nbcallback.train._validation import check_non_negative_int, loss_value, step_in_epoch
 from nbcallback.train.callback import Callback, RunContext
+from nbcallback.train.distributed import acts_on_rank, collective_device
 
 __all__ = ["LossMonitor"]
 
@@ -38,7 +39,8 @@ class LossMonitor(Callback):
     training (see ``TerminateOnNaN`` for a silent stop).
 
     When several processes train together, rank 0 prints the loss averaged across
-    ranks.
+    ranks (one ``all_reduce`` at print steps only); ``NBCALLBACK_CALLBACK_RANKS=all``
+    makes every rank print.
     """
 
     def __init__(self, per_print_times: int = 1) -> None:
@@ -69,7 +71,7 @@ class LossMonitor(Callback):
         if due:
             self._last_print_time = cur_step
             loss = _global_mean(cb_params, loss)
-            if cb_params.get("rank_id", 0) == 0:
+            if acts_on_rank(cb_params):
                 print("epoch: %s step: %s, loss is %s" % (epoch, step_in_epoch(cb_params), loss), flush=True)
 
     def _track_on_device(self, loss: torch.Tensor, step: int) -> None:
@@ -94,7 +96,7 @@ class LossMonitor(Callback):
         cb_params = run_context.original_args()
         self._check_pending(cb_params)
         metrics = cb_params.get("metrics")
-        if metrics and cb_params.get("rank_id", 0) == 0:
+        if metrics and acts_on_rank(cb_params):
             print("Eval result: epoch %d, metrics: %s" % (cb_params["cur_epoch_num"], metrics))
 
 
@@ -104,6 +106,6 @@ def _global_mean(cb_params: dict, loss: object) -> object:
         return loss
     import torch.distributed as dist
 
-    value = torch.tensor([loss], dtype=torch.float64)
+    value = torch.tensor([loss], dtype=torch.float64, device=collective_device())
     dist.all_reduce(value)
     return float(value.item() / dist.get_world_size())

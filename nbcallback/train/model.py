@@ -175,6 +175,7 @@ class Model:
         self._eval_network, self._eval_indexes = self._build_eval_network(eval_network, eval_indexes, autocast)
         self._current_epoch_num = 0
         self._current_step_num = 0
+        self._epoch_start_step = 0
 
     # ------------------------------------------------------------------ construction
 
@@ -467,14 +468,17 @@ class Model:
             with manager:
                 self._train_loop(manager, cb_params, epoch, initial_epoch, train_dataset, valid_dataset, valid_frequency)
         except BaseException:
-            self._exception_save(manager.callbacks, cb_params)
+            self._exception_save(manager.callbacks, cb_params, self._epoch_start_step)
             raise
 
     @staticmethod
-    def _exception_save(callbacks: list[Callback], cb_params: CallbackParams) -> None:
+    def _exception_save(callbacks: list[Callback], cb_params: CallbackParams, epoch_start_step: int = 0) -> None:
         savers = [cb for cb in callbacks if callable(getattr(cb, "_save_on_exception", None))]
         if savers:
-            savers[-1]._save_on_exception(cb_params)  # type: ignore[attr-defined]
+            # MindSpore names the breakpoint with step 0 when the failing epoch ran no step yet.
+            cur_step = cb_params.get("cur_step_num", 0)
+            step = (cur_step - 1) % cb_params["batch_num"] + 1 if cur_step > epoch_start_step else 0
+            savers[-1]._save_on_exception(cb_params, step)  # type: ignore[attr-defined]
 
     def _train_loop(
         self,
@@ -494,6 +498,7 @@ class Model:
         step_end = manager.on_train_step_end if manager.has_hook("on_train_step_end") else None
         batch_inputs = self._batch_inputs
         cur_step = 0
+        self._epoch_start_step = 0
         self._network.train()
 
         manager.on_train_begin(run_context)
@@ -505,6 +510,7 @@ class Model:
         for epoch_index in range(first_epoch, epoch):
             cb_params["cur_epoch_num"] = epoch_index + 1
             self._current_epoch_num = epoch_index + 1
+            self._epoch_start_step = cur_step - skip_steps
             parallel.set_epoch(train_dataset, epoch_index)
             train_network.train()
             manager.on_train_epoch_begin(run_context)
@@ -529,7 +535,7 @@ class Model:
                 cb_params["net_outputs"] = train_network(*inputs)
                 if step_end is not None:
                     step_end(run_context)
-                if run_context._stop_requested or parallel.stop_agreed(run_context, final=False):
+                if parallel.stop_agreed(run_context, final=False) or run_context._stop_requested:
                     break
             self._current_step_num = cur_step
             if valid_dataset is not None and _validates(epoch_index + 1, valid_frequency):
@@ -539,7 +545,7 @@ class Model:
             manager.on_train_epoch_end(run_context)
             cb_params.pop("metrics", None)
             cb_params.pop("eval_results", None)
-            if run_context._stop_requested or parallel.stop_agreed(run_context, final=True):
+            if parallel.stop_agreed(run_context, final=True) or run_context._stop_requested:
                 break
         manager.on_train_end(run_context)
 

@@ -8,6 +8,7 @@ import torch
 
 from nbcallback.train._validation import check_bool
 from nbcallback.train.callback import Callback, RunContext
+from nbcallback.train.distributed import acts_on_rank
 
 __all__ = ["TimeMonitor"]
 
@@ -55,7 +56,7 @@ class TimeMonitor(Callback):
         return step_size
 
     def _report(self, cb_params: dict, mode: str, elapsed: float, extra: str = "") -> None:
-        if cb_params.get("rank_id", 0) != 0:
+        if not acts_on_rank(cb_params):
             return
         epoch_ms = elapsed * 1000
         per_step_ms = epoch_ms / self._steps(cb_params)
