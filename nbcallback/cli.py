@@ -45,10 +45,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _mirror_url(value: str | None) -> str | None:
-    if value and "://" not in value and Path(value).exists():
-        return Path(value).resolve().as_uri()
-    return value
+def _mirror_url(value: str | None, data_dir: str) -> str | None:
+    """The URL for ``download_mnist``; a local ``.zip`` path is unpacked into ``data_dir`` instead.
+
+    ``download_mnist`` only fetches http(s)/ftp URLs (a ``file://`` URL is refused), so
+    the four MNIST files of a local zip are copied into ``<data_dir>/MNIST_Data`` here;
+    ``download_mnist`` then verifies their SHA-256 and does not go to the network.
+    """
+    if not value or "://" in value or not Path(value).is_file():
+        return value
+    import shutil
+    import zipfile
+
+    from nbcallback.dataset.download import FOLDER_NAME, MNIST_FILES
+
+    with zipfile.ZipFile(value) as archive:
+        members = {info.filename.replace("\\", "/").rsplit("/", 1)[-1]: info for info in archive.infolist()}
+        for spec in MNIST_FILES:
+            info = members.get(spec.name)
+            if info is None or info.is_dir() or info.file_size != spec.size:
+                raise SystemExit(f"nbcallback: error: {value} has no {spec.name} of {spec.size} bytes")
+            dest = Path(data_dir) / FOLDER_NAME / spec.relpath
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(info) as source, open(dest, "wb") as target:
+                shutil.copyfileobj(source, target)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from nbcallback.dataset import MnistDataset, download_mnist, transforms, vision
     from nbcallback.train import CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
 
-    data = download_mnist(args.data_dir, url=_mirror_url(args.url), progress=not args.no_progress)
+    data = download_mnist(args.data_dir, url=_mirror_url(args.url, args.data_dir), progress=not args.no_progress)
 
     def datapipe(path: Path, batch_size: int) -> MnistDataset:
         image_transforms = [
