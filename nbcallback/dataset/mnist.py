@@ -54,7 +54,11 @@ class MnistDataset(SourceDataset):
             torch's global RNG; False keeps file order.
         sampler: Only None is supported.
         num_shards: Number of disjoint shards to split the rows into; needs
-            ``shard_id``.
+            ``shard_id``. Under ``torch.distributed`` (a process group of 2+
+            ranks initialised before the dataset is created) the default is
+            the world size, with ``shard_id`` the rank: each rank reads its own
+            shard, shuffled in an order shared by all ranks, and the shards are
+            padded to the same size (see :class:`~nbcallback.dataset.pipeline.SourceDataset`).
         shard_id: The shard to read, in ``[0, num_shards)``.
         cache: Only None is supported.
 

@@ -21,7 +21,8 @@ original is left unchanged), but the engine is built for PyTorch on a CPU:
 Shuffling draws from torch's global RNG (``torch.randperm``), so
 ``torch.manual_seed`` makes epochs reproducible; when the dataset is sharded,
 the order comes from a generator seeded by ``(seed, epoch)`` so that every
-shard sees the same permutation (see :meth:`SourceDataset._default_shard`).
+shard sees the same permutation. Under ``torch.distributed`` a source shards
+itself by rank (see :class:`SourceDataset`).
 """
 from __future__ import annotations
 
@@ -143,6 +144,28 @@ def _gatherer(column: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     if column.dtype in _NO_INDEX_SELECT:
         return column.__getitem__
     return functools.partial(torch.index_select, column, 0)
+
+
+# --------------------------------------------------------------------------- distributed
+
+
+def _process_group_size() -> int:
+    """World size of an initialised ``torch.distributed`` process group, else 1 (imported lazily)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size()
+    return 1
+
+
+def _broadcast_seed(seed: int) -> int:
+    """Rank 0's ``seed``, on every rank."""
+    import torch.distributed as dist
+
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    value = torch.tensor([seed], dtype=torch.int64, device=device)
+    dist.broadcast(value, src=0)
+    return int(value.item())
 
 
 # --------------------------------------------------------------------------- plan
@@ -594,6 +617,17 @@ class Dataset:
         """
         return DatasetIterator(self, None, num_epochs, output_numpy, do_copy, as_dict=True)
 
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next epoch the ``epoch``-th (0-based) of the source's shuffle sequence.
+
+        Sharded sources draw epoch ``k``'s order from ``(seed, k)``, the same on
+        every shard; ``Model`` calls this at the start of every training epoch
+        of a data-parallel run, so all ranks agree on the order even if one of
+        them iterated the dataset an extra time. Forwarded to the source.
+        """
+        if self._parent is not None:
+            self._parent.set_epoch(epoch)
+
     def reset(self) -> None:
         """Prepare for the next epoch (MindSpore calls this between epochs).
 
@@ -677,6 +711,25 @@ class SourceDataset(Dataset):
             order, so shard sizes differ by at most one). Needs ``shard_id``.
         shard_id: Which shard this dataset reads, in ``[0, num_shards)``.
 
+    Distributed training (a ``torch.distributed`` process group of 2+ ranks is
+    initialised when the dataset is created):
+
+    * Without ``num_shards``/``shard_id`` the dataset shards itself: ``num_shards``
+      is the world size and ``shard_id`` the rank, so ``get_dataset_size()`` is
+      per rank.
+    * Shards are padded to the same size, ``ceil(rows / num_shards)``: the
+      epoch order is extended by its first rows (as ``torch``'s
+      ``DistributedSampler`` and MindSpore do), so every rank runs the same
+      number of steps and DDP never waits on a rank that ran out of data. Up
+      to ``num_shards - 1`` rows are seen twice per epoch; none when the rows
+      divide evenly.
+    * The shuffle seed is drawn on rank 0 and broadcast (a collective: every
+      rank creates its datasets in the same order); epoch ``k``'s order comes
+      from ``(seed, k)`` (see :meth:`set_epoch`), identical on every rank.
+
+    Without a process group (one process) explicit shards are strided and
+    unpadded, as described above.
+
     Raises:
         TypeError: An argument has the wrong type (bools are not ints).
         ValueError: Out-of-range values, or only one of ``num_shards`` /
@@ -711,21 +764,30 @@ class SourceDataset(Dataset):
         self._shard_id = shard_id
         self._epochs_drawn = 0
         # All shards must agree on each epoch's permutation: derive it from a
-        # seed drawn once from torch's global RNG (equal on ranks seeded alike).
+        # seed drawn once from torch's global RNG (equal on ranks seeded alike),
+        # and under torch.distributed take rank 0's.
+        group = _process_group_size() if num_shards else 1
+        self._pad_shards = group > 1
         self._shard_seed = int(torch.randint(0, 2**62, (1,)).item()) if num_shards and self._shuffle else 0
+        if group > 1 and self._shuffle:
+            self._shard_seed = _broadcast_seed(self._shard_seed)
         self._tensors: dict[str, torch.Tensor] | None = None
 
     def _default_shard(self) -> tuple[int | None, int | None]:
         """``(num_shards, shard_id)`` to use when neither was given.
 
-        The hook for distributed training: a later version may return
-        ``(world_size, rank)`` from an initialised ``torch.distributed`` (imported
-        lazily there, never at module import). Sharded epochs already use a
-        permutation seeded by ``(self._shard_seed, epoch)``; the seed is drawn
-        from torch's global RNG at construction, so it agrees across ranks
-        seeded alike, and a DDP version should broadcast it from rank 0.
+        ``(world_size, rank)`` when a ``torch.distributed`` process group of 2+
+        ranks is initialised, else ``(None, None)`` (no sharding).
         """
+        if _process_group_size() > 1:
+            import torch.distributed as dist
+
+            return dist.get_world_size(), dist.get_rank()
         return None, None
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next epoch the ``epoch``-th (0-based) of the shuffle sequence (see :meth:`Dataset.set_epoch`)."""
+        self._epochs_drawn = check_int(epoch, "epoch", 0)
 
     def _source_col_names(self) -> list[str]:
         raise NotImplementedError
@@ -743,7 +805,10 @@ class SourceDataset(Dataset):
         rows = self._source_rows()
         if self._num_shards is not None:
             assert self._shard_id is not None
-            rows = len(range(self._shard_id, rows, self._num_shards))
+            if self._pad_shards:
+                rows = -(-rows // self._num_shards)
+            else:
+                rows = len(range(self._shard_id, rows, self._num_shards))
         if self._num_samples is not None:
             rows = min(rows, self._num_samples)
         return rows
@@ -767,6 +832,9 @@ class SourceDataset(Dataset):
             generator.manual_seed((self._shard_seed * 0x9E3779B97F4A7C15 + epoch) & _MASK64)
             order = torch.randperm(rows, generator=generator)
         if self._num_shards is not None:
+            if self._pad_shards and rows % self._num_shards:
+                padded = -(-rows // self._num_shards) * self._num_shards
+                order = order.repeat(-(-padded // rows))[:padded]  # wrap around to the epoch's first rows
             order = order[self._shard_id :: self._num_shards]
         if self._num_samples is not None:
             order = order[: self._num_samples]
@@ -833,6 +901,10 @@ class DatasetIterator:
     def __next__(self) -> Any:
         current = self._current if self._current is not None else self._start()
         return next(current)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Forwarded to the dataset (see :meth:`Dataset.set_epoch`)."""
+        self._dataset.set_epoch(epoch)
 
     @property
     def epochs_started(self) -> int:

@@ -6,6 +6,7 @@ Mirrors ``mindspore.train``::
 """
 from nbcallback.train.callback import Callback, CallbackParamError, CallbackParams, RunContext
 from nbcallback.train.checkpoint import CheckpointConfig, ModelCheckpoint
+from nbcallback.train.distributed import init_distributed
 from nbcallback.train.loss_monitor import LossMonitor
 from nbcallback.train.metrics import Metric, get_metric_fn
 from nbcallback.train.model import Model
@@ -35,6 +36,7 @@ __all__ = [
     "RunContext",
     "TimeMonitor",
     "get_metric_fn",
+    "init_distributed",
     "load_checkpoint",
     "load_param_into_net",
     "save_checkpoint",

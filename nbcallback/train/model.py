@@ -623,7 +623,8 @@ class Model:
                 metrics = {name: _plain(value) for name, value in metrics.items()}
                 cb_params["metrics"] = metrics
                 eval_loss = None
-                if loss_mean is not None and loss_mean._count:
+                # Every rank must join the reduction, also one that saw no batch.
+                if loss_mean is not None and (loss_mean._count or parallel.is_distributed):
                     eval_loss = parallel.reduce_mean(loss_mean)
                 manager.on_eval_end(run_context)
         finally:

@@ -1,0 +1,124 @@
+"""The callback tutorial with data-parallel training (PyTorch DDP) on several processes.
+
+Run it with torchrun (one process per GPU, or per CPU slot with gloo)::
+
+    torchrun --nproc_per_node=2 examples/ddp_mnist.py
+    torchrun --nproc_per_node=2 examples/ddp_mnist.py --epochs 1 --data-dir /tmp --backend gloo
+
+or with plain ``python examples/ddp_mnist.py`` for the same run in one process.
+
+Each rank reads its own shard of MNIST (``MnistDataset`` shards itself by rank),
+trains the tutorial's network with ``Model.fit`` and the tutorial's callbacks
+(``LossMonitor``, ``TimeMonitor``, ``ModelCheckpoint``); only rank 0 prints and
+writes checkpoints. ``--batch-size`` is the global batch: each of N ranks takes
+``batch_size / N`` samples per step, so 2 ranks with the default 64 run the same
+optimisation as the single-process tutorial. On CUDA each rank uses
+``cuda:LOCAL_RANK`` and nccl; on the CPU gloo.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="MindSpore's callback tutorial, data-parallel with torchrun.")
+    parser.add_argument("--epochs", type=int, default=3, help="training epochs (default: 3)")
+    parser.add_argument("--batch-size", type=int, default=64, help="global batch size, split over the ranks (default: 64)")
+    parser.add_argument("--lr", type=float, default=1e-2, help="SGD learning rate (default: 0.01)")
+    parser.add_argument("--data-dir", default=".", help="folder that holds or receives MNIST_Data/ (default: .)")
+    parser.add_argument("--url", default=None, help="MNIST mirror (a zip in the tutorial's layout); also $NBCALLBACK_MNIST_URL")
+    parser.add_argument("--backend", default=None, help="torch.distributed backend: nccl, gloo (default: nccl with CUDA, else gloo)")
+    parser.add_argument("--checkpoint-dir", default="./checkpoint", help="where rank 0's ModelCheckpoint writes (default: ./checkpoint)")
+    parser.add_argument("--prefix", default="mnist", help="checkpoint file prefix (default: mnist)")
+    parser.add_argument("--print-every", type=int, default=300, help="LossMonitor interval in steps (default: 300)")
+    parser.add_argument("--num-samples", type=int, default=None, help="cap on the training rows per rank and epoch (quick runs)")
+    parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed on every rank (default: 0)")
+    parser.add_argument("--device", default=None, help="cpu, cuda … (default: cuda:LOCAL_RANK with CUDA, else cpu)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    if os.environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    torch.manual_seed(args.seed)
+
+    from nbcallback.dataset import MnistDataset, download_mnist, transforms, vision
+    from nbcallback.train import CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
+    from nbcallback.train.distributed import init_distributed
+
+    # torchrun's environment -> process group (gloo/nccl); plain `python` -> stand-alone.
+    context = init_distributed(backend=args.backend)
+    rank, world = context.rank, context.world_size
+    if args.batch_size % world:
+        if rank == 0:
+            print(f"--batch-size {args.batch_size} is not a multiple of the {world} processes", file=sys.stderr)
+        return 2
+
+    # Rank 0 downloads (and verifies); the others then find verified files and do not go to the network.
+    if rank == 0:
+        data = download_mnist(args.data_dir, url=args.url, progress=False)
+    if context.is_distributed:
+        dist.barrier()
+    if rank != 0:
+        data = download_mnist(args.data_dir, url=args.url, progress=False)
+
+    def datapipe(path: Path, batch_size: int, num_samples: int | None = None) -> MnistDataset:
+        image_transforms = [
+            vision.Rescale(1.0 / 255.0, 0),
+            vision.Normalize(mean=(0.1307,), std=(0.3081,)),
+            vision.HWC2CHW(),
+        ]
+        label_transform = transforms.TypeCast(torch.int32)
+        dataset = MnistDataset(str(path), num_samples=num_samples)  # sharded by rank under torchrun
+        dataset = dataset.map(image_transforms, "image")
+        dataset = dataset.map(label_transform, "label")
+        return dataset.batch(batch_size)
+
+    per_rank_batch = args.batch_size // world
+    train_dataset = datapipe(data / "train", per_rank_batch, args.num_samples)
+    test_dataset = datapipe(data / "test", per_rank_batch)
+
+    network = nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(28 * 28, 512),
+        nn.ReLU(),
+        nn.Linear(512, 512),
+        nn.ReLU(),
+        nn.Linear(512, 10),
+    )
+    optimizer = torch.optim.SGD(network.parameters(), args.lr)
+    model = Model(network, nn.CrossEntropyLoss(), optimizer, metrics={"accuracy"}, device=args.device)
+
+    steps = train_dataset.get_dataset_size()
+    config = CheckpointConfig(save_checkpoint_steps=steps, keep_checkpoint_max=args.epochs)
+    checkpoint = ModelCheckpoint(prefix=args.prefix, directory=args.checkpoint_dir, config=config)
+    if rank == 0:
+        how = f"DDP over {dist.get_backend()}" if context.is_distributed else "stand-alone"
+        print(
+            f"Training on {world} process(es) ({how}, {model.device}) for {args.epochs} epoch(s): "
+            f"{steps} steps of {per_rank_batch} per rank and epoch (global batch {args.batch_size}), lr {args.lr}",
+            flush=True,
+        )
+    started = time.perf_counter()
+    model.fit(args.epochs, train_dataset, test_dataset, callbacks=[LossMonitor(args.print_every), TimeMonitor(), checkpoint])
+    accuracy = model.eval(test_dataset)["accuracy"]  # over the whole test set: all ranks' shards
+    if rank == 0:
+        print(f"Final accuracy: {accuracy:.4f} ({time.perf_counter() - started:.1f} s)", flush=True)
+        print(f"Checkpoints in {checkpoint.directory}: {', '.join(sorted(os.listdir(checkpoint.directory)))}", flush=True)
+    if context.is_distributed:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
