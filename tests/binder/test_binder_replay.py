@@ -77,12 +77,12 @@ def test_replay_build_and_run_a_notebook(repo_copy: Path, tmp_path: Path, mnist_
     home = tmp_path / "home"
     home.mkdir()
     env = {
-        **os.environ,
+        **_pip_env(),
         "HOME": str(home),
         "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(python.parent.parent),
         "NBCALLBACK_MNIST_URL": mnist_mirror,
         "OMP_NUM_THREADS": "1",
-        **_pip_env(),
     }
     env.pop("NBCALLBACK_DATA", None)
     env.pop("PYTHONPATH", None)
@@ -94,6 +94,9 @@ def test_replay_build_and_run_a_notebook(repo_copy: Path, tmp_path: Path, mnist_
     # Idempotent, and offline: the second build step must find the data without any download.
     second = _run(["./binder/postBuild"], cwd=repo_copy, env={**env, "NBCALLBACK_MNIST_URL": UNREACHABLE}, timeout=600)
     assert "MNIST ready" in second.stdout
+    # postBuild installed the package into the image's environment, not anywhere else.
+    located = _run([str(python), "-c", "import nbcallback; print(nbcallback.__file__)"], env=env, cwd=home)
+    assert located.stdout.strip().startswith(str(repo_copy))
 
     started = _run(
         ["./binder/start", "python", "-c", "import os, nbcallback; print(os.environ['NBCALLBACK_DATA'])"],
