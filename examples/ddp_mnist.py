@@ -21,7 +21,6 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     torch.manual_seed(args.seed)
 
-    from nbcallback.dataset import MnistDataset, download_mnist, transforms, vision
+    from nbcallback.dataset import download_mnist
     from nbcallback.train import CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
     from nbcallback.train.distributed import init_distributed
+    from nbcallback.tutorial import Network, datapipe
 
     # torchrun's environment -> process group (gloo/nccl); plain `python` -> stand-alone.
     context = init_distributed(backend=args.backend)
@@ -72,30 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     if rank != 0:
         data = download_mnist(args.data_dir, url=args.url, progress=False)
 
-    def datapipe(path: Path, batch_size: int, num_samples: int | None = None) -> MnistDataset:
-        image_transforms = [
-            vision.Rescale(1.0 / 255.0, 0),
-            vision.Normalize(mean=(0.1307,), std=(0.3081,)),
-            vision.HWC2CHW(),
-        ]
-        label_transform = transforms.TypeCast(torch.int32)
-        dataset = MnistDataset(str(path), num_samples=num_samples)  # sharded by rank under torchrun
-        dataset = dataset.map(image_transforms, "image")
-        dataset = dataset.map(label_transform, "label")
-        return dataset.batch(batch_size)
-
     per_rank_batch = args.batch_size // world
-    train_dataset = datapipe(data / "train", per_rank_batch, args.num_samples)
-    test_dataset = datapipe(data / "test", per_rank_batch)
-
-    network = nn.Sequential(
-        nn.Flatten(),
-        nn.Linear(28 * 28, 512),
-        nn.ReLU(),
-        nn.Linear(512, 512),
-        nn.ReLU(),
-        nn.Linear(512, 10),
-    )
+    # The tutorial's int32 labels; MnistDataset shards itself by rank under torchrun.
+    train_dataset = datapipe(data / "train", per_rank_batch, label_dtype=torch.int32, num_samples=args.num_samples)
+    test_dataset = datapipe(data / "test", per_rank_batch, label_dtype=torch.int32)
+    network = Network()
     optimizer = torch.optim.SGD(network.parameters(), args.lr)
     model = Model(network, nn.CrossEntropyLoss(), optimizer, metrics={"accuracy"}, device=args.device)
 

@@ -88,34 +88,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.seed is not None:
         torch.manual_seed(args.seed)
 
-    from nbcallback.dataset import MnistDataset, download_mnist, transforms, vision
+    from nbcallback.dataset import download_mnist
     from nbcallback.train import CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
+    from nbcallback.tutorial import Network, datapipe
 
     data = download_mnist(args.data_dir, url=_mirror_url(args.url, args.data_dir), progress=not args.no_progress)
 
-    def datapipe(path: Path, batch_size: int) -> MnistDataset:
-        image_transforms = [
-            vision.Rescale(1.0 / 255.0, 0),
-            vision.Normalize(mean=(0.1307,), std=(0.3081,)),
-            vision.HWC2CHW(),
-        ]
-        label_transform = transforms.TypeCast(torch.int64)
-        dataset = MnistDataset(str(path))
-        dataset = dataset.map(image_transforms, "image")
-        dataset = dataset.map(label_transform, "label")
-        return dataset.batch(batch_size)
-
     train_dataset = datapipe(data / "train", args.batch_size)
     test_dataset = datapipe(data / "test", args.batch_size)
-
-    network = nn.Sequential(
-        nn.Flatten(),
-        nn.Linear(28 * 28, 512),
-        nn.ReLU(),
-        nn.Linear(512, 512),
-        nn.ReLU(),
-        nn.Linear(512, 10),
-    )
+    network = Network()
     optimizer = torch.optim.SGD(network.parameters(), args.lr)
     model = Model(network, nn.CrossEntropyLoss(), optimizer, metrics={"accuracy"}, device=args.device)
 
