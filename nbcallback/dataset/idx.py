@@ -39,6 +39,9 @@ IDX_DTYPES: Mapping[int, np.dtype] = MappingProxyType(
 # ``n`` bytes never decompresses to more than this many times ``n``.
 _MAX_GZIP_RATIO = 1032
 _CHUNK = 1 << 22
+# numpy 1.x allows 32 dimensions (2.x: 64); MNIST needs 3.
+_MAX_NDIM = 32
+_MAX_ARRAY_BYTES = int(np.iinfo(np.intp).max)
 
 
 class IdxError(ValueError):
@@ -123,7 +126,13 @@ def _parse_header(path: Path, f: BinaryIO, compressed: bool, expected_magic: int
             f"found {len(raw)}"
         )
     shape = struct.unpack(f">{ndim}I", raw)
-    return IdxHeader(path, magic, IDX_DTYPES[head[2]], shape, 4 + 4 * ndim, compressed)
+    dtype = IDX_DTYPES[head[2]]
+    # Shapes numpy cannot describe at all (too many dimensions, or a size beyond the address
+    # space even when another dimension is 0): refused here, not as numpy's ValueError later.
+    if ndim > _MAX_NDIM or math.prod(d for d in shape if d) * dtype.itemsize > _MAX_ARRAY_BYTES:
+        described = str(shape) if ndim <= 8 else f"({', '.join(map(str, shape[:8]))}, ...) ({ndim} dimensions)"
+        raise IdxError(f"{path}: corrupt IDX header: it declares shape {described}, which no array can hold")
+    return IdxHeader(path, magic, dtype, shape, 4 + 4 * ndim, compressed)
 
 
 def _check_size(header: IdxHeader) -> None:

@@ -16,6 +16,7 @@ This reproduces MindSpore 2.3's rules (see ``mindspore.train.Callback``):
 from __future__ import annotations
 
 import contextlib
+import sys
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
@@ -229,7 +230,11 @@ class Callback:
         self.step_end(run_context)
 
     def on_train_end(self, run_context: RunContext) -> None:
-        """Called once after training, also after ``request_stop()``. Defaults to :meth:`end`."""
+        """Called once after training, also after ``request_stop()``. Defaults to :meth:`end`.
+
+        As in MindSpore, it is *not* called when the run raises (an error in a step or a
+        callback, ``KeyboardInterrupt``): ``__exit__`` is, so release resources there.
+        """
         self.end(run_context)
 
     # Evaluation hooks.
@@ -254,7 +259,10 @@ class Callback:
         self.step_end(run_context)
 
     def on_eval_end(self, run_context: RunContext) -> None:
-        """Called once after evaluation; ``cb_params.metrics`` is set. Defaults to :meth:`end`."""
+        """Called once after evaluation; ``cb_params.metrics`` is set. Defaults to :meth:`end`.
+
+        Not called when the evaluation raises (``__exit__`` is).
+        """
         self.end(run_context)
 
 
@@ -327,8 +335,10 @@ class CallbackManager(Callback):
                         target = callback
                     entered.append(target)
             except BaseException:
-                self._stack.close()
-                self._stack = None
+                stack, self._stack = self._stack, None
+                # Exit the callbacks already entered with the error, as a failing run does
+                # (close() would tell them the run ended normally); the error always propagates.
+                stack.__exit__(*sys.exc_info())
                 raise
             self._callbacks = entered
             self._build_dispatch()

@@ -365,6 +365,8 @@ class ModelCheckpoint(Callback):
         self._last_triggered_step = 0
         self._last_time = time.time()
         self._last_time_for_keep = time.time()
+        # An async save's (path, time): rotated once its file is complete (see _finish_async_save).
+        self._rotation_due: tuple[Path, float] | None = None
         self._graph_written = False
         self._latest_ckpt_file_name = ""
         self._append_dict = dict(config.append_dict or {})
@@ -413,9 +415,11 @@ class ModelCheckpoint(Callback):
             self._resolve_names(cb_params)
             self._save_ckpt(cb_params, force=True)
         wait_for_async_saves()
+        self._finish_async_save()
 
     def __exit__(self, *exc_info: object) -> None:
         wait_for_async_saves()
+        self._finish_async_save()
         return None
 
     # ------------------------------------------------------------------ saving
@@ -469,6 +473,7 @@ class ModelCheckpoint(Callback):
         self._directory.mkdir(parents=True, exist_ok=True)
         # As MindSpore does: let the previous async save finish, so rotation sees every file on disk.
         wait_for_async_saves()
+        self._finish_async_save()
         now = time.time()
         if self._config.save_checkpoint_seconds and not self._config.save_checkpoint_steps:
             self._last_time = now
@@ -479,11 +484,22 @@ class ModelCheckpoint(Callback):
             name = f"{self._prefix}-{cb_params['cur_epoch_num']}_{_step_in_epoch(cb_params)}.ckpt"
         path = self._directory / name
         self._write(cb_params, path)
-        self._rotate(keep=path, now=now)
-        self._last_time_for_keep = now
+        if self._config.async_save:
+            # The file is still being written: rotating now could delete the newest complete one.
+            self._rotation_due = (path, now)
+        else:
+            self._rotate(keep=path, now=now)
+            self._last_time_for_keep = now
         self._latest_ckpt_file_name = str(path)
         cb_params["latest_ckpt_file"] = str(path)
         cb_params["last_save_ckpt_step"] = cb_params["cur_step_num"]
+
+    def _finish_async_save(self) -> None:
+        """Rotate for the last async save, once ``wait_for_async_saves()`` returned (if its file exists)."""
+        due, self._rotation_due = self._rotation_due, None
+        if due is not None and due[0].is_file():
+            self._rotate(keep=due[0], now=due[1])
+            self._last_time_for_keep = due[1]
 
     def _write(self, cb_params: CallbackParams, path: Path) -> None:
         append = None

@@ -289,7 +289,7 @@ def _check_zip_directory(path: Path, size: int) -> None:
     try:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a damaged directory raises many types (NotImplementedError, struct.error ...)
         raise CheckpointError(
             f"For 'load_checkpoint', failed to load the checkpoint file {path}: it is not a "
             f"checkpoint written by nbcallback.save_checkpoint (not a valid zip archive: {exc})."
@@ -327,8 +327,13 @@ def read_checkpoint_file(path: str | os.PathLike[str], crc_check: bool = False) 
         raise CheckpointError(f"For 'load_checkpoint', failed to load the checkpoint file {path}: the file is empty.")
     _check_zip_directory(path, size)
     if crc_check:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
+        try:
+            with zipfile.ZipFile(path) as archive:
+                bad = archive.testzip()
+        except Exception as exc:  # noqa: BLE001 - a damaged member header (BadZipFile, zlib.error ...)
+            raise CheckpointError(
+                f"For 'load_checkpoint', the checkpoint file {path} failed its CRC check: {_first_line(exc)}"
+            ) from None
         if bad is not None:
             raise CheckpointError(
                 f"For 'load_checkpoint', the checkpoint file {path} failed its CRC check (member {bad!r})."
@@ -340,7 +345,7 @@ def read_checkpoint_file(path: str | os.PathLike[str], crc_check: bool = False) 
             f"For 'load_checkpoint', refused the checkpoint file {path}: it contains objects other "
             f"than tensors and plain values, and loading it could run code ({_first_line(exc)})."
         ) from None
-    except (RuntimeError, EOFError, OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+    except Exception as exc:  # noqa: BLE001 - damaged pickles raise IndexError, TypeError, AttributeError ...
         raise CheckpointError(
             f"For 'load_checkpoint', failed to load the checkpoint file {path}: {_first_line(exc)}"
         ) from None
@@ -350,7 +355,13 @@ def read_checkpoint_file(path: str | os.PathLike[str], crc_check: bool = False) 
             "but not a checkpoint written by nbcallback.save_checkpoint. For a plain state_dict use "
             "torch.load(path, weights_only=True) and net.load_state_dict()."
         )
-    if payload.get("version", 0) > FORMAT_VERSION:
+    version = payload.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise CheckpointError(
+            f"For 'load_checkpoint', failed to load the checkpoint file {path}: its format version is {version!r}, "
+            "not a number."
+        )
+    if version > FORMAT_VERSION:
         raise CheckpointError(
             f"For 'load_checkpoint', the checkpoint file {path} has format version "
             f"{payload.get('version')}; this nbcallback reads up to {FORMAT_VERSION}. Upgrade nbcallback."
