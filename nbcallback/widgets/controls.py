@@ -1,0 +1,182 @@
+"""Stop and learning-rate requests that reach a running training loop.
+
+Three sources can ask a run to stop: the kernel's interrupt button (SIGINT),
+the Dashboard's Stop button, and code (``callback.request_stop()``,
+``BackgroundRun.stop()``).  None of them touches the training state directly:
+they set plain attributes (atomic under the GIL) and *poke* the callbacks,
+whose step hook then applies the request at the next step boundary, on the
+training thread.  That is what keeps the model and optimizer consistent: a stop
+never lands in the middle of ``optimizer.step()``, and the learning rate never
+changes under a running update.
+
+:class:`RunShared` is the per-run object all ``nbcallback.widgets`` callbacks
+of one run share through ``cb_params`` (so one SIGINT handler serves them all
+and they agree on why and where the run stopped).
+"""
+from __future__ import annotations
+
+import math
+import signal
+import threading
+from typing import Any, Callable
+
+from nbcallback.train.interrupt import SignalStop
+
+__all__ = ["RunShared", "apply_learning_rate", "release_comm_routing", "SHARED_KEY"]
+
+#: The ``cb_params`` key of the per-run :class:`RunShared`.
+SHARED_KEY = "nbcallback_widgets"
+
+_REASONS = {
+    "interrupt": "kernel interrupt",
+    "button": "Stop button",
+    "code": "request_stop()",
+}
+
+
+class RunShared:
+    """State shared by the ``nbcallback.widgets`` callbacks of one run.
+
+    Attributes:
+        stop_reason: None, or why a stop was requested (``'interrupt'``,
+            ``'button'``, ``'code'``).
+        stop_where: ``(epoch, step in epoch, eval step or None)`` where the stop
+            was applied, once it was.
+        signal_stop: the SIGINT handler installed for this run, if any.
+        owner: the callback that installed it (and uninstalls it).
+    """
+
+    def __init__(self) -> None:
+        self.members: list[Any] = []
+        self.stop_reason: str | None = None
+        self.stop_where: tuple[int | None, int, int | None] | None = None
+        self.signal_stop: SignalStop | None = None
+        self.owner: Any = None
+        self._lock = threading.Lock()
+
+    def join(self, member: Any) -> None:
+        """Register a callback to be poked on requests."""
+        with self._lock:
+            if member not in self.members:
+                self.members.append(member)
+
+    def request_stop(self, reason: str) -> None:
+        """Ask every member to stop the run at the next step boundary.
+
+        Safe from any thread and from a signal handler (it only assigns
+        attributes).  The first reason wins.
+        """
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        for member in list(self.members):
+            member._poke()
+
+    def describe_stop(self) -> str:
+        """``"stopped by user at epoch 2, step 312 (Stop button)"``."""
+        source = _REASONS.get(self.stop_reason or "", self.stop_reason or "user")
+        if self.stop_where is None:
+            return f"stopped by user ({source})"
+        epoch, step, eval_step = self.stop_where
+        where = f"at epoch {epoch}, step {step}" if epoch is not None else f"at step {step}"
+        if eval_step is not None:
+            where += f" (during validation, eval step {eval_step})"
+        return f"stopped by user {where} ({source})"
+
+    def install_signal(self, owner: Any) -> bool:
+        """Route SIGINT to :meth:`request_stop` for this run (main thread only).
+
+        Returns True when installed.  A second SIGINT while the stop is pending
+        raises ``KeyboardInterrupt`` as usual (see :class:`~nbcallback.train.interrupt.SignalStop`),
+        so a stuck run can still be broken out of.
+        """
+        if self.signal_stop is not None:
+            return False
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        stopper = SignalStop(signal.SIGINT, on_signal=lambda signum: self.request_stop("interrupt"))
+        stopper.install()
+        if not stopper.installed:
+            return False
+        self.signal_stop = stopper
+        self.owner = owner
+        return True
+
+    def uninstall_signal(self, owner: Any) -> None:
+        """Give SIGINT back (only the installing callback does)."""
+        if self.signal_stop is not None and self.owner is owner:
+            self.signal_stop.uninstall()
+            self.signal_stop = None
+            self.owner = None
+
+
+def apply_learning_rate(optimizer: Any, lr: float) -> float:
+    """Set the learning rate of every parameter group; returns the new rate of group 0.
+
+    Group 0 gets exactly ``lr``; other groups keep their ratio to group 0 (so a
+    model trained with a 10x smaller rate for its backbone keeps that ratio).
+    A tensor ``lr`` (capturable optimizers) is filled in place.
+
+    Raises:
+        ValueError: ``lr`` is not a positive finite number.
+    """
+    lr = float(lr)
+    if not math.isfinite(lr) or lr <= 0:
+        raise ValueError(f"the learning rate must be a positive number, got {lr!r}")
+    groups = optimizer.param_groups
+    base = float(groups[0]["lr"]) if groups else 0.0
+    for group in groups:
+        current = float(group["lr"])
+        new = lr * (current / base) if base > 0 else lr
+        if hasattr(group["lr"], "fill_"):
+            group["lr"].fill_(new)
+        else:
+            group["lr"] = new
+    return lr
+
+
+def release_comm_routing(widget: Any) -> bool:
+    """Let the front end choose the subshell for this widget's incoming messages.
+
+    ipykernel 7.x remembers, per comm, the subshell of the request during which
+    the kernel last *published* on that comm (``_reply_subshell_id``) and routes
+    the front end's messages for the comm back there.  A widget created in the
+    training cell therefore has its clicks routed to the busy main shell, where
+    they wait until the cell ends, even when JupyterLab >= 4.4 sends them over a
+    subshell (measured: 5.5 s late; see widgets-anchors.md §3 and
+    jupyterlab/jupyterlab#17363).  Removing the hint makes ipykernel use the
+    subshell the front end named; the click then runs on that subshell's thread
+    within milliseconds.
+
+    This touches a private attribute; when it is absent (ipykernel 6, other
+    kernels) nothing happens.  Call it after the widget was created and
+    displayed, and do not publish on the widget from the training thread
+    afterwards (that would set the hint again).
+
+    Returns:
+        True when a routing hint was removed.
+    """
+    comm = getattr(widget, "comm", None)
+    if comm is None:
+        return False
+    lock = getattr(comm, "_reply_subshell_lock", None)
+    try:
+        if lock is not None:
+            with lock:
+                del comm._reply_subshell_id
+        else:
+            del comm._reply_subshell_id
+    except AttributeError:
+        return False
+    return True
+
+
+def valid_lr(value: Any) -> float | None:
+    """``value`` as a usable learning rate, or None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+Poke = Callable[[], None]

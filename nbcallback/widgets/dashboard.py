@@ -1,0 +1,65 @@
+"""``Dashboard``: progress, loss plot and metrics table together, with Stop and lr controls."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from nbcallback.widgets.live_loss_plot import LiveLossPlot
+
+__all__ = ["Dashboard"]
+
+
+class Dashboard(LiveLossPlot):
+    """Everything in one view: :class:`ProgressBar` + :class:`LiveLossPlot` + controls.
+
+    The controls are a **Stop** button (ends training after the current step,
+    exactly as ``run_context.request_stop()`` does: fit's validation,
+    ``on_train_epoch_end`` and ``on_train_end`` still run, ``fit`` returns
+    normally) and an **lr** box (a new learning rate for every parameter group,
+    applied at the next step boundary; groups keep their ratio to group 0).
+    The handlers only store the request; the training loop applies it between
+    two steps, on the training thread.
+
+    Where the controls act *while training runs* (a busy cell normally queues
+    every widget message until it ends):
+
+    * ``run_in_background(model.fit, ...)`` with this dashboard: training runs
+      on a thread and the kernel stays free, so clicks are handled at once in
+      every front end with widget support (JupyterLab, Notebook 7, VS Code,
+      Colab).  This is the robust way.
+    * A normal (foreground) ``model.fit(...)`` cell: in JupyterLab >= 4.4 /
+      Notebook >= 7.4 with ipykernel >= 7, which send comm messages over kernel
+      subshells (``commsOverSubshells``, default ``perCommTarget``).  ipykernel
+      7's per-comm routing hint is cleared for the control widgets so the
+      clicks are not queued behind the cell.  With ipykernel < 7 the controls
+      are not shown in foreground runs, and the view says to press ■.
+    * Everywhere: the kernel's interrupt button stops gracefully after the
+      current step.
+
+    Programmatic equivalents: :meth:`request_stop` and :meth:`set_learning_rate`
+    (thread-safe).
+
+    Args:
+        display: see :class:`~nbcallback.widgets.base.LiveCallback`.
+        save_path: write the final PNG there at the end of each run.
+        groups: explicit metric panels (see :class:`LiveLossPlot`).
+        width: figure width in inches.
+        height: figure height in inches.
+        dpi: plot resolution.
+        **kwargs: the other :class:`~nbcallback.widgets.base.LiveCallback` arguments.
+    """
+
+    _PARTS = frozenset({"progress", "table", "plot", "controls"})
+
+    def __init__(
+        self,
+        display: str = "auto",
+        *,
+        save_path: str | Path | None = None,
+        groups: Mapping[str, Sequence[str]] | None = None,
+        width: float = 9.0,
+        height: float = 3.0,
+        dpi: int = 80,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(display, save_path=save_path, groups=groups, width=width, height=height, dpi=dpi, **kwargs)

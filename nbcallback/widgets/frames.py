@@ -1,0 +1,136 @@
+"""Where a run's plot frames come from: a helper process, or inline as a fallback.
+
+:class:`FrameSource` hides the difference from the callback: at each text
+refresh it hands back a new PNG when one is ready, and at the end it produces
+the final frame (waiting for the helper, or drawing inline when the helper is
+not available).  Live frames are throttled by a :class:`~nbcallback.widgets.clock.Throttle`
+(at most every ``interval`` seconds, the first one after ``interval`` seconds
+of the run); inline frames also respect its time budget.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+from nbcallback.widgets.clock import Throttle
+from nbcallback.widgets.state import TrainingState
+
+__all__ = ["FrameSource"]
+
+
+class FrameSource:
+    """Plot frames of one run.
+
+    Args:
+        options: :class:`~nbcallback.widgets.plot.LossPlot` keyword arguments.
+        live: whether live frames are wanted (False: only the final frame, e.g. text mode).
+        use_process: render live frames in a helper process
+            (:class:`~nbcallback.widgets.plot_worker.PlotWorker`); the final frame
+            is rendered there too.  Falls back to inline rendering when the helper
+            cannot start or fails.
+        interval: the shortest time between two live frames, in seconds.
+        budget: the share of wall time inline frames may take.
+    """
+
+    def __init__(self, options: dict[str, Any], live: bool, use_process: bool, interval: float, budget: float) -> None:
+        self.options = dict(options)
+        self.live = live
+        self.throttle = Throttle(interval, budget, first_delay=interval)
+        self.worker: Any = None
+        self.inline: Any = None
+        self.version = -1
+        self.frames = 0
+        self.worker_seconds = 0.0
+        if live and use_process:
+            from nbcallback.widgets.plot_worker import PlotWorker
+
+            try:
+                self.worker = PlotWorker(self.options)
+            except OSError as exc:
+                warnings.warn(f"nbcallback.widgets: no plot helper process ({exc}); plotting inline", RuntimeWarning,
+                              stacklevel=3)
+        if self.worker is None and live:
+            # Import matplotlib now (a one-time ~0.3 s) rather than inside the
+            # first frame, whose cost counts against the plot's time budget.
+            self._inline().prepare()
+
+    def _inline(self) -> Any:
+        if self.inline is None:
+            from nbcallback.widgets.plot import LossPlot
+
+            self.inline = LossPlot(**self.options)
+        return self.inline
+
+    def _drop_worker(self) -> None:
+        if self.worker is not None:
+            error = self.worker.error
+            self.worker.close(timeout=0.5)
+            self.worker = None
+            warnings.warn(f"nbcallback.widgets: the plot helper failed ({error}); plotting inline", RuntimeWarning,
+                          stacklevel=4)
+
+    def begin(self, now: float) -> None:
+        """The run starts (the first live frame comes ``interval`` seconds later)."""
+        self.throttle.begin(now)
+
+    def live_frame(self, state: TrainingState, now: float) -> bytes | None:
+        """A new PNG when one is ready (called at text refreshes), else None."""
+        if not self.live:
+            return None
+        worker = self.worker
+        if worker is not None:
+            png = None
+            got = worker.poll()
+            if got is not None:
+                png, seconds = got
+                self.worker_seconds += seconds
+                self.frames += png is not None
+            if not worker.alive:
+                self._drop_worker()
+                return png
+            if not worker.busy and self.throttle.due(now) and state.version != self.version:
+                started = time.perf_counter()
+                try:
+                    worker.submit(state.plot_data())
+                except RuntimeError:
+                    self._drop_worker()
+                    return png
+                self.throttle.done(now, time.perf_counter() - started)
+                self.version = state.version
+            return png
+        if self.throttle.due(now) and state.version != self.version:
+            started = time.perf_counter()
+            png = self._inline().render(state.plot_data())
+            self.throttle.done(now, time.perf_counter() - started, warmup=self.throttle.refreshes == 0)
+            self.version = state.version
+            self.frames += png is not None
+            return png
+        return None
+
+    def final_frame(self, state: TrainingState, timeout: float = 15.0) -> bytes | None:
+        """The last frame of the run (waits for the helper; inline when it is not there)."""
+        data = state.plot_data()
+        worker = self.worker
+        if worker is not None and worker.alive:
+            if worker.busy:
+                worker.wait(timeout)
+            try:
+                worker.submit(data, final=True)
+                got = worker.wait(timeout)
+            except RuntimeError:
+                got = None
+            if got is not None and got[0] is not None:
+                self.worker_seconds += got[1]
+                return got[0]
+            if worker.error is not None or not worker.alive:
+                self._drop_worker()
+        return self._inline().render(data, final=True)
+
+    def close(self) -> None:
+        """Stop the helper and free the figure."""
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+        if self.inline is not None:
+            self.inline.close()

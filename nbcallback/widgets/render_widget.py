@@ -1,0 +1,300 @@
+"""Notebook renderers: a small live widget tree, or ``display_id`` HTML, then a static snapshot.
+
+:class:`WidgetRenderer` (``display='widget'``)
+    One ``HTML`` widget for bars, status and the last table rows, one
+    ``Image`` widget for the plot (PNG as a binary buffer, no base64), and for
+    the Dashboard a Stop ``Button`` and an lr ``FloatText``.  All widgets share
+    one ``Layout`` model.  A text refresh changes one trait of one widget, so it
+    is exactly one comm message; a plot frame is one more.  The tree is created
+    once per run and reused across epochs and the train/eval phases (tqdm's
+    nested bars open 11 models per bar).
+
+    At the end of the run the output is replaced, through the same
+    ``display_id``, by a static HTML snapshot with a meaningful ``text/plain``,
+    and then every model (widgets, their layout and style models) is closed, so
+    a saved notebook holds no widget state of ours and shows the final state on
+    GitHub, nbviewer, VS Code and nbconvert.  The heavy traits are blanked
+    before closing, because some clients (nbclient 0.11) keep the last state of
+    closed models in the notebook they save.
+
+:class:`StaticRenderer` (``display='static'`` / ``'final'``)
+    ``display_id`` HTML updates at most once per second (``'static'``), or
+    nothing until the final snapshot (``'final'``, for docs builds).
+
+``clear_output`` is never called: other output of the user's cell survives.
+IPython and ipywidgets are imported when a renderer opens, not before.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from nbcallback.widgets import fmt
+from nbcallback.widgets.controls import release_comm_routing, valid_lr
+from nbcallback.widgets.render_html import live_html, snapshot_bundle
+from nbcallback.widgets.state import View
+
+__all__ = ["WidgetRenderer", "StaticRenderer"]
+
+# A 1x1 transparent PNG, so the Image widget shows nothing (not a broken image) before the first frame.
+_EMPTY_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _placeholder_text(view: View) -> str:
+    what = "Evaluation" if view.kind == "eval" else "Training"
+    return f"{what} in progress (live view; the final summary replaces it when the run ends)"
+
+
+class WidgetRenderer:
+    """Live ipywidgets view, replaced by a static snapshot at the end.
+
+    Args:
+        parts: what to show: any of ``'progress'``, ``'table'``, ``'plot'``, ``'controls'``.
+        on_stop: called (from the comm thread) when the Stop button is clicked.
+        on_lr: called (from the comm thread) with a new learning rate.
+        hint: a short line about how to stop (shown next to the status).
+        release_routing: clear ipykernel 7's per-comm routing hint of the
+            control widgets (see :func:`~nbcallback.widgets.controls.release_comm_routing`).
+    """
+
+    text_interval = 0.25
+
+    def __init__(
+        self,
+        parts: frozenset[str],
+        on_stop: Callable[[], None] | None = None,
+        on_lr: Callable[[float], None] | None = None,
+        hint: str = "",
+        release_routing: bool = True,
+    ) -> None:
+        self.parts = parts
+        self.shows_plot = "plot" in parts
+        self._on_stop = on_stop
+        self._on_lr = on_lr
+        self.hint = hint
+        self._release_routing = release_routing
+        self._handle: Any = None
+        self._html: Any = None
+        self._image: Any = None
+        self._button: Any = None
+        self._lr: Any = None
+        self._root: Any = None
+        self._widgets: list[Any] = []
+        self._last_html = ""
+        self._last_view: View | None = None
+        self._syncing = False
+        self.closed = False
+        self.models_opened = 0
+
+    # ------------------------------------------------------------------ opening
+
+    def open(self, view: View) -> None:
+        """Create the widget tree and display it (once per run)."""
+        import ipywidgets as widgets
+        from IPython.display import display
+
+        layout = widgets.Layout(max_width="100%")
+        children: list[Any] = []
+        text_parts = self.parts & {"progress", "table"}
+        if text_parts or "controls" in self.parts or not self.shows_plot:
+            self._last_html = live_html(view, self.parts, self.hint)
+            self._html = widgets.HTML(value=self._last_html, layout=layout)
+            children.append(self._html)
+        if self.shows_plot:
+            self._image = widgets.Image(value=_EMPTY_PNG, format="png", layout=layout)
+            children.append(self._image)
+        controls: list[Any] = []
+        if "controls" in self.parts and self._on_stop is not None:
+            self._button = widgets.Button(
+                description="Stop", icon="stop", button_style="danger", tooltip="Stop after the current step",
+                layout=layout,
+            )
+            self._button.on_click(self._clicked)
+            controls.append(self._button)
+        if "controls" in self.parts and self._on_lr is not None:
+            self._lr = widgets.FloatText(
+                value=view.lr or 0.0, description="lr", tooltip="Learning rate, applied at the next step",
+                layout=layout, style={"description_width": "initial"},
+            )
+            self._lr.observe(self._lr_changed, names="value")
+            controls.append(self._lr)
+        if controls:
+            children.append(widgets.HBox(controls, layout=layout))
+        self._root = children[0] if len(children) == 1 else widgets.VBox(children, layout=layout)
+        self._widgets = _all_models(self._root)
+        self.models_opened = len(self._widgets)
+        bundle = {
+            _WIDGET_VIEW: {"model_id": self._root.model_id, "version_major": 2, "version_minor": 0},
+            "text/plain": _placeholder_text(view),
+        }
+        self._handle = display(bundle, raw=True, display_id=True)
+        if self._release_routing:
+            for control in (self._button, self._lr):
+                if control is not None:
+                    release_comm_routing(control)
+
+    # ------------------------------------------------------------------ handlers (comm thread)
+
+    def _clicked(self, _button: Any) -> None:
+        if not self.closed and self._on_stop is not None:
+            self._on_stop()
+
+    def _lr_changed(self, change: dict[str, Any]) -> None:
+        if self._syncing or self.closed or self._on_lr is None:
+            return
+        lr = valid_lr(change.get("new"))
+        if lr is not None:
+            self._on_lr(lr)
+
+    def sync_lr(self, lr: float | None) -> None:
+        """Show the optimizer's learning rate in the lr box without treating it as a request.
+
+        Only used when the view was opened before the optimizer was known
+        (background runs); it publishes on the control's comm, so in foreground
+        runs it is never called after the routing hint was cleared.
+        """
+        if self._lr is None or lr is None or self.closed:
+            return
+        self._syncing = True
+        try:
+            self._lr.value = float(lr)
+        finally:
+            self._syncing = False
+
+    # ------------------------------------------------------------------ updates (training thread)
+
+    def update(self, view: View, png: bytes | None) -> None:
+        """One trait change per changed widget: the HTML text and, when given, the PNG."""
+        if self.closed:
+            return
+        self._last_view = view
+        if self._html is not None:
+            text = live_html(view, self.parts, self.hint)
+            if text != self._last_html:
+                self._last_html = text
+                self._html.value = text
+        if png is not None and self._image is not None:
+            self._image.value = png
+
+    def event(self, kind: str, view: View) -> None:
+        """Nothing special: events are visible at the next refresh."""
+
+    def finish(self, view: View, png: bytes | None) -> None:
+        """Replace the view with the static snapshot, then close every model."""
+        if self.closed:
+            return
+        try:
+            if self._handle is not None:
+                self._handle.update(snapshot_bundle(view, self.parts, png), raw=True)
+        finally:
+            self._close_models()
+
+    def abort(self) -> None:
+        """Close every model without a snapshot (used when drawing the snapshot failed).
+
+        The output keeps a text/plain summary of the last refresh, never a
+        dangling widget reference.
+        """
+        if self.closed:
+            return
+        try:
+            if self._handle is not None and self._last_view is not None:
+                self._handle.update({"text/plain": fmt.run_summary(self._last_view)}, raw=True)
+        finally:
+            self._close_models()
+
+    def _close_models(self) -> None:
+        self.closed = True
+        # Blank what is heavy: clients that ignore comm_close keep the last state.
+        if self._image is not None:
+            self._image.value = b""
+        if self._html is not None and self._last_html:
+            self._html.value = ""
+        for model in reversed(self._widgets):
+            model.close()
+        self._widgets = []
+
+
+def _all_models(root: Any) -> list[Any]:
+    """Every widget model reachable from ``root``: children, layouts and styles, each once."""
+    seen: dict[str, Any] = {}
+    stack = [root]
+    while stack:
+        widget = stack.pop()
+        model_id = getattr(widget, "model_id", None)
+        if model_id is None or model_id in seen:
+            continue
+        seen[model_id] = widget
+        for name in ("layout", "style"):
+            child = getattr(widget, name, None)
+            if child is not None and hasattr(child, "model_id"):
+                stack.append(child)
+        stack.extend(getattr(widget, "children", ()) or ())
+    return list(seen.values())
+
+
+class StaticRenderer:
+    """``display_id`` HTML: live at <= 1 Hz (``live=True``) or only the final snapshot.
+
+    Args:
+        parts: what to show: any of ``'progress'``, ``'table'``, ``'plot'``.
+        live: show progress while running (``'static'``); False shows only the
+            final snapshot (``'final'``, docs builds).
+        interval: seconds between two live updates.
+    """
+
+    shows_plot = False  # the plot appears in the final snapshot only
+
+    def __init__(self, parts: frozenset[str], live: bool = True, interval: float = 1.0) -> None:
+        self.parts = parts - {"controls"}
+        self.live = live
+        self.text_interval = float(interval) if live else 3600.0
+        self._handle: Any = None
+        self._last = ""
+        self.closed = False
+
+    def _bundle(self, view: View) -> dict[str, str]:
+        return {"text/html": live_html(view, self.parts), "text/plain": fmt.run_summary(view)}
+
+    def open(self, view: View) -> None:
+        """Display the first frame (live mode only)."""
+        if not self.live or not (self.parts & {"progress", "table"}):
+            return
+        from IPython.display import display
+
+        bundle = self._bundle(view)
+        self._last = bundle["text/html"]
+        self._handle = display(bundle, raw=True, display_id=True)
+
+    def update(self, view: View, png: bytes | None) -> None:
+        """Re-send the HTML when it changed."""
+        if self._handle is None or self.closed:
+            return
+        bundle = self._bundle(view)
+        if bundle["text/html"] != self._last:
+            self._last = bundle["text/html"]
+            self._handle.update(bundle, raw=True)
+
+    def event(self, kind: str, view: View) -> None:
+        """Nothing special: events are visible at the next refresh."""
+
+    def finish(self, view: View, png: bytes | None) -> None:
+        """Show the final snapshot (replacing the live output when there is one)."""
+        if self.closed:
+            return
+        self.closed = True
+        bundle = snapshot_bundle(view, self.parts, png)
+        if self._handle is not None:
+            self._handle.update(bundle, raw=True)
+        else:
+            from IPython.display import display
+
+            display(bundle, raw=True)
+
+    def abort(self) -> None:
+        """Nothing to release."""
+        self.closed = True

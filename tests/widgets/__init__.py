@@ -1,0 +1,1 @@
+"""Tests of nbcallback.widgets: state model, renderers, kernel-level behaviour."""

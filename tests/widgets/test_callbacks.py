@@ -1,0 +1,274 @@
+"""The callbacks in-process: hot path, controls, SIGINT, errors, display modes, text renderers."""
+from __future__ import annotations
+
+import io
+import math
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nbcallback.train import Callback, Model
+from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar, resolve_display
+from nbcallback.widgets.clock import FakeClock
+from nbcallback.widgets.controls import apply_learning_rate
+from tests.widgets.conftest import AtStep, Ticker, batches, new_model
+
+
+class TTYString(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+# ---------------------------------------------------------------------- display selection
+
+
+def test_display_resolution_order() -> None:
+    env: dict[str, str] = {}
+    assert resolve_display("auto", environ=env, notebook=False, stream=io.StringIO()) == "log"
+    assert resolve_display("auto", environ=env, notebook=False, stream=TTYString()) == "tty"
+    assert resolve_display("auto", environ=env, notebook=True) == "widget"
+    assert resolve_display("auto", environ={"DATABRICKS_RUNTIME_VERSION": "10.4"}, notebook=True) == "static"
+    assert resolve_display("auto", environ={"NBCALLBACK_DISPLAY": "final"}, notebook=True) == "final"
+    assert resolve_display("auto", environ={"NBCALLBACK_DISPLAY": "off"}, notebook=True) == "off"
+    # an explicit argument wins over the environment
+    assert resolve_display("static", environ={"NBCALLBACK_DISPLAY": "off"}, notebook=True) == "static"
+    # notebook renderers outside a kernel fall back to text (no HTML reprs in scripts)
+    assert resolve_display("widget", environ=env, notebook=False, stream=io.StringIO()) == "log"
+    # only rank 0 displays
+    assert resolve_display("widget", rank=1, environ=env, notebook=True) == "off"
+    with pytest.raises(ValueError):
+        resolve_display("fancy")
+    with pytest.raises(ValueError):
+        resolve_display("auto", environ={"NBCALLBACK_DISPLAY": "fancy"}, notebook=True)
+    with pytest.raises(ValueError):
+        ProgressBar(display="fancy")
+
+
+def test_import_is_light() -> None:
+    code = (
+        "import sys, nbcallback.widgets as w\n"
+        "from nbcallback.widgets import ProgressBar, LiveLossPlot, Dashboard, run_in_background\n"
+        "bad = [m for m in ('matplotlib', 'ipywidgets', 'IPython') if m in sys.modules]\n"
+        "print(bad); sys.exit(1 if bad else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ---------------------------------------------------------------------- hot path
+
+
+def test_clock_is_read_about_twenty_times_per_second_not_per_step() -> None:
+    clock = FakeClock()
+    model, _ = new_model()
+    bar = ProgressBar(display="text", file=io.StringIO(), clock=clock)
+    steps = 2000
+    model.train(1, batches(steps), callbacks=[Ticker(clock, 0.002), bar])  # 2 ms per step = 4 s
+    view = bar.view()
+    assert view.steps_done == steps and view.status == "finished"
+    # ~20 checks per second over 4 s plus a few per hook; far fewer than 2000 steps.
+    assert clock.reads < 4 * 20 + 40, clock.reads
+    assert bar._scheduler.stride == 25
+
+
+class CountingTensor(torch.Tensor):
+    """A tensor that counts the calls that would synchronise a GPU."""
+
+    reads = 0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__float__, torch.Tensor.cpu):
+            CountingTensor.reads += 1
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_losses_are_read_in_batches_at_refresh_ticks_only() -> None:
+    clock = FakeClock()
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+
+    def loss_fn(logits, labels):
+        return F.cross_entropy(logits, labels).as_subclass(CountingTensor)
+
+    model = Model(net, loss_fn, torch.optim.SGD(net.parameters(), 0.05))
+    bar = LiveLossPlot(display="text", file=io.StringIO(), clock=clock)
+    CountingTensor.reads = 0
+    steps = 1000
+    model.train(1, batches(steps), callbacks=[Ticker(clock, 0.002), bar])
+    ticks = bar._text.refreshes + 3  # + the forced ones at epoch end, train end and the final record
+    print(f"device reads: {CountingTensor.reads} for {steps} steps ({bar._text.refreshes} refreshes)")
+    assert CountingTensor.reads <= ticks + 2
+    assert CountingTensor.reads < steps / 20
+    assert bar.state.loss_points() == steps  # yet every step's loss is in the plot data
+
+
+# ---------------------------------------------------------------------- controls and interrupts
+
+
+def test_sigint_stops_gracefully_at_the_step_boundary() -> None:
+    model, opt = new_model()
+    out = io.StringIO()
+    bar = ProgressBar(display="text", file=out)
+    model.fit(3, batches(60), batches(5, seed=1),
+              callbacks=[AtStep(25, lambda rc: signal.raise_signal(signal.SIGINT)), bar])
+    view = bar.view()
+    assert view.status == "stopped"
+    assert view.status_text.startswith("stopped by user at epoch 1, step 25")
+    assert "kernel interrupt" in view.status_text
+    assert "stopped by user at epoch 1, step 25" in out.getvalue()
+    assert view.steps_done == 25
+    # the handler is gone and the model and optimizer are usable
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    before = [p.detach().clone() for p in model.predict_network.parameters()]
+    model.train(1, batches(3))
+    after = list(model.predict_network.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(after, before))
+    assert all(torch.isfinite(p).all() for p in after)
+
+
+def test_second_sigint_raises_and_marks_the_run_interrupted() -> None:
+    model, _ = new_model()
+    out = io.StringIO()
+    bar = ProgressBar(display="text", file=out)
+
+    def twice(run_context):
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        model.train(2, batches(40), callbacks=[AtStep(10, twice), bar])
+    assert bar.view().status == "interrupted"
+    assert "interrupted (KeyboardInterrupt) at epoch 1, step 10" in out.getvalue()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_request_stop_from_another_thread() -> None:
+    model, _ = new_model()
+    bar = ProgressBar(display="off")
+    started = threading.Event()
+
+    class Slow(Callback):
+        def on_train_step_end(self, run_context):
+            started.set()
+            threading.Event().wait(0.002)
+
+    timer = threading.Thread(target=lambda: (started.wait(5), bar.request_stop()))
+    timer.start()
+    model.train(50, batches(40), callbacks=[Slow(), bar])
+    timer.join()
+    view = bar.view()
+    assert view.status == "stopped" and "request_stop()" in view.status_text
+    assert view.steps_done < 50 * 40
+
+
+def test_learning_rate_applies_at_the_next_step_to_every_group() -> None:
+    model, opt = new_model(lr=0.1, two_groups=True)
+    dash = Dashboard(display="off")
+    seen: dict[int, list[float]] = {}
+
+    class Observe(Callback):
+        def on_train_step_begin(self, run_context):
+            seen[run_context.original_args().cur_step_num] = [g["lr"] for g in opt.param_groups]
+
+    model.train(1, batches(20), callbacks=[Observe(), AtStep(10, lambda rc: dash.set_learning_rate(0.02)), dash])
+    assert seen[10] == pytest.approx([0.1, 0.01])
+    assert seen[11] == pytest.approx([0.02, 0.002])  # the group ratio is kept
+    assert dash.view().lr_changes == ((10, pytest.approx(0.02)),)
+    with pytest.raises(ValueError):
+        dash.set_learning_rate(-1)
+    with pytest.raises(ValueError):
+        apply_learning_rate(opt, math.nan)
+
+
+def test_errors_end_the_display_and_propagate() -> None:
+    model, _ = new_model()
+    out = io.StringIO()
+    bar = ProgressBar(display="text", file=out)
+
+    def boom(run_context):
+        raise ValueError("bad batch")
+
+    with pytest.raises(ValueError, match="bad batch"):
+        model.train(1, batches(30), callbacks=[AtStep(12, boom), bar])
+    text = out.getvalue()
+    assert "failed with ValueError at epoch 1, step 12" in text
+    assert "ValueError: bad batch" in text
+    assert bar.view().status == "error"
+
+
+def test_non_zero_rank_shows_nothing() -> None:
+    model, _ = new_model()
+    out = io.StringIO()
+
+    class Rank1(Callback):
+        def on_train_begin(self, run_context):
+            run_context.original_args()["rank_id"] = 1
+
+    bar = ProgressBar(display="text", file=out)
+    model.train(1, batches(10), callbacks=[Rank1(), bar])
+    assert out.getvalue() == ""
+    assert bar.mode == "off" and bar.view().status == "finished"
+
+
+def test_another_callbacks_request_stop_is_reported() -> None:
+    model, _ = new_model()
+    bar = ProgressBar(display="off")
+    model.train(3, batches(10), callbacks=[AtStep(7, lambda rc: rc.request_stop()), bar])
+    assert bar.view().status_text == "stopped at epoch 1, step 7 (a callback called request_stop())"
+
+
+# ---------------------------------------------------------------------- text output
+
+
+def test_log_mode_lines_in_fit_and_eval() -> None:
+    clock = FakeClock()
+    model, _ = new_model()
+    out = io.StringIO()
+    bar = ProgressBar(display="text", file=out, log_interval=0.5, clock=clock)
+    model.fit(2, batches(200), batches(10, seed=1), callbacks=[Ticker(clock, 0.005), bar])
+    text = out.getvalue()
+    assert "\r" not in text and "\x1b" not in text and "<div" not in text and "<progress" not in text
+    lines = text.splitlines()
+    assert lines[0] == "training: 2 epochs x 200 steps with validation"
+    assert any(line.startswith("epoch 1/2 · loss ") and "accuracy" in line for line in lines)
+    assert any(line.startswith("[00:0") and "it/s" in line for line in lines)
+    assert "Training finished: 2/2 epochs, 400/400 steps" in text
+    assert len(lines) < 20  # a few lines per epoch, not one per refresh
+    out2 = io.StringIO()
+    metrics = model.eval(batches(10, seed=1), callbacks=[ProgressBar(display="text", file=out2)])
+    assert "Evaluation finished: 10/10 steps" in out2.getvalue()
+    assert f"{metrics['accuracy']:.4g}" in out2.getvalue()
+
+
+def test_tty_mode_rewrites_one_line() -> None:
+    clock = FakeClock()
+    model, _ = new_model()
+    out = TTYString()
+    bar = ProgressBar(display="text", file=out, clock=clock)
+    model.train(2, batches(100), callbacks=[Ticker(clock, 0.01), bar])
+    text = out.getvalue()
+    assert text.count("\r") > 4  # the live line was rewritten
+    # What the terminal shows once done: the part after the last \r of each line.
+    screen = [line.rsplit("\r", 1)[-1].rstrip() for line in text.split("\n") if line.strip()]
+    assert screen[0].startswith("epoch 1/2 · loss")
+    assert screen[1].startswith("epoch 2/2 · loss")
+    assert screen[2].startswith("Training finished: 2/2 epochs, 200/200 steps")
+    assert len(screen) == 3
+
+
+def test_callbacks_pickle_without_their_run() -> None:
+    model, _ = new_model()
+    bar = ProgressBar(display="off")
+    model.train(1, batches(5), callbacks=[bar])
+    clone = pickle.loads(pickle.dumps(bar))
+    assert isinstance(clone, ProgressBar) and clone.display == "off"
+    model.train(1, batches(5), callbacks=[clone])
+    assert clone.view().status == "finished"

@@ -1,0 +1,237 @@
+"""Renderers with a fake display sink: widget tree, model closing, HTML and snapshot content."""
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar
+from nbcallback.widgets.clock import FakeClock
+from nbcallback.widgets.render_html import live_html, snapshot_bundle
+from nbcallback.widgets.render_widget import StaticRenderer, WidgetRenderer
+from nbcallback.widgets.state import TrainingState
+from tests.widgets.conftest import AtStep, Ticker, batches, new_model
+
+ipywidgets = pytest.importorskip("ipywidgets")
+
+
+class FakeHandle:
+    def __init__(self, sink: "FakeDisplay", bundle: dict[str, Any]) -> None:
+        self.sink = sink
+        self.bundles = [bundle]
+
+    def update(self, obj: Any, raw: bool = False, **kwargs: Any) -> None:
+        assert raw
+        self.bundles.append(obj)
+        self.sink.updates += 1
+
+
+class FakeDisplay:
+    """Stands in for IPython.display.display: records what would be shown."""
+
+    def __init__(self) -> None:
+        self.handles: list[FakeHandle] = []
+        self.plain: list[Any] = []
+        self.updates = 0
+
+    def __call__(self, obj: Any, raw: bool = False, display_id: Any = None, **kwargs: Any) -> Any:
+        assert raw, "renderers send mime bundles"
+        if display_id:
+            handle = FakeHandle(self, obj)
+            self.handles.append(handle)
+            return handle
+        self.plain.append(obj)
+        return None
+
+
+@pytest.fixture()
+def sink(monkeypatch: pytest.MonkeyPatch) -> FakeDisplay:
+    import IPython.display
+
+    fake = FakeDisplay()
+    monkeypatch.setattr(IPython.display, "display", fake)
+    return fake
+
+
+def _view(phase: str = "train"):
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=2, steps_per_epoch=100, has_validation=True, eval_steps=20, lr=0.1)
+    state.begin_epoch(1, clock())
+    for step in (10, 20, 30):
+        clock.advance(0.1)
+        state.record_steps(clock(), step, [1.0] * 10)
+    state.add_eval_row(clock(), {"accuracy": 0.5, "<b>x</b>": 1.0}, epoch=1, step=30)
+    if phase == "eval":
+        state.begin_eval(clock(), 20)
+        state.record_eval_steps(clock(), 5)
+    return state, state.view(clock())
+
+
+def test_dashboard_tree_is_small_and_fully_closed(sink: FakeDisplay) -> None:
+    stops: list[bool] = []
+    lrs: list[float] = []
+    renderer = WidgetRenderer(
+        frozenset({"progress", "table", "plot", "controls"}), on_stop=lambda: stops.append(True), on_lr=lrs.append,
+        hint="press stop",
+    )
+    state, view = _view()
+    renderer.open(view)
+    assert renderer.models_opened == 10  # VBox, HTML+style, Image, HBox, Button+style, FloatText+style, 1 shared Layout
+    models = list(renderer._widgets)
+    assert len({m.model_id for m in models}) == 10
+    bundle = sink.handles[0].bundles[0]
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == renderer._root.model_id
+    assert "Training in progress" in bundle["text/plain"]
+
+    changes: list[str] = []
+    renderer._html.observe(lambda change: changes.append(change["new"]), names="value")
+    renderer.update(view, None)
+    assert changes == []  # unchanged text: no message
+    _, view2 = _view("eval")
+    renderer.update(view2, b"\x89PNG fake")
+    assert len(changes) == 1 and renderer._image.value == b"\x89PNG fake"
+
+    renderer._button.click()
+    renderer._lr.value = 0.01
+    renderer._lr.value = -1.0  # invalid: ignored
+    renderer.sync_lr(0.5)  # shown, not a request
+    assert stops == [True] and lrs == [0.01]
+
+    state.finish(0.0, "finished", "finished")
+    renderer.finish(state.view(0.0, live_rows=None), b"\x89PNG final")
+    final = sink.handles[0].bundles[-1]
+    assert set(final) == {"text/html", "text/plain"}
+    assert "data:image/png;base64," in final["text/html"]
+    assert "Training finished" in final["text/plain"]
+    assert all(m.comm is None for m in models), "every model, layout and style is closed"
+    renderer._button.click()  # after the end: ignored
+    assert stops == [True]
+
+
+@pytest.mark.parametrize(
+    ("factory", "models"), [(ProgressBar, 3), (LiveLossPlot, 2), (Dashboard, 5)]
+)
+def test_callbacks_open_one_view_per_run_and_close_it(sink: FakeDisplay, monkeypatch, factory, models) -> None:
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    model, _ = new_model()
+    callback = factory(display="widget")
+    model.fit(2, batches(40), batches(5, seed=1), callbacks=[callback])
+    assert len(sink.handles) == 1
+    renderer = callback.renderer
+    assert renderer.closed
+    # Outside a real kernel no subshells are advertised: the Dashboard shows no controls.
+    assert renderer.models_opened == models
+    final = sink.handles[0].bundles[-1]
+    assert "text/html" in final and "Training finished" in final["text/plain"]
+    assert ("data:image/png" in final["text/html"]) == (factory is not ProgressBar)
+
+
+def test_live_html_eval_phase_is_visibly_different_and_escaped() -> None:
+    _, train_view = _view("train")
+    _, eval_view = _view("eval")
+    parts = frozenset({"progress", "table"})
+    train_html = live_html(train_view, parts)
+    eval_html = live_html(eval_view, parts)
+    assert ">train</span>" in train_html and ">eval</span>" not in train_html
+    assert ">eval</span>" in eval_html and "5/20" in eval_html
+    assert "--jp-warn-color1" in eval_html  # the eval bar has its own colour
+    assert "<b>x</b>" not in train_html and "&lt;b&gt;x&lt;/b&gt;" in train_html
+    assert "total ETA" in train_html and "samples/s" not in train_html  # no batch size known here
+    assert len(train_html.encode()) < 2048  # a live tick stays under 2 KB
+
+
+def test_static_renderer_updates_through_one_display_id(sink: FakeDisplay) -> None:
+    state, view = _view()
+    renderer = StaticRenderer(frozenset({"progress", "table"}), live=True)
+    renderer.open(view)
+    renderer.update(view, None)
+    assert sink.updates == 0
+    _, view2 = _view("eval")
+    renderer.update(view2, None)
+    state.finish(0.0, "stopped", "stopped by user at epoch 1, step 30 (Stop button)")
+    renderer.finish(state.view(0.0, live_rows=None), None)
+    assert len(sink.handles) == 1 and sink.updates == 2
+    assert "stopped by user at epoch 1, step 30" in sink.handles[0].bundles[-1]["text/plain"]
+    final_only = StaticRenderer(frozenset({"progress"}), live=False)
+    final_only.open(view)
+    final_only.finish(state.view(0.0, live_rows=None), None)
+    assert len(sink.plain) == 1 and len(sink.handles) == 1
+
+
+def test_snapshot_text_plain_is_meaningful() -> None:
+    state, _ = _view()
+    state.finish(0.0, "error", "failed with ValueError at epoch 1, step 30", error="ValueError: bad")
+    view = state.view(0.0, live_rows=None)
+    bundle = snapshot_bundle(view, frozenset({"progress", "table"}), None)
+    text = bundle["text/plain"]
+    assert text.splitlines()[0].startswith("Training failed with ValueError at epoch 1, step 30")
+    assert "ValueError: bad" in text and "accuracy" in text
+    assert "ValueError: bad" in bundle["text/html"]
+
+
+def test_display_failure_never_stops_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    import IPython.display
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("no front end")
+
+    monkeypatch.setattr(IPython.display, "display", broken)
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    model, _ = new_model()
+    bar = ProgressBar(display="static")
+    with pytest.warns(RuntimeWarning, match="display failed"):
+        model.train(1, batches(20), callbacks=[bar])
+    assert bar.view().status == "finished" and bar.view().steps_done == 20
+
+
+def test_eval_phase_reaches_the_renderer_during_fit(sink: FakeDisplay, monkeypatch) -> None:
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    clock = FakeClock()
+    model, _ = new_model()
+    bar = ProgressBar(display="widget", clock=clock)
+    seen: list[str] = []
+    original = WidgetRenderer.update
+
+    def spy(self, view, png):
+        seen.append(view.phase)
+        return original(self, view, png)
+
+    monkeypatch.setattr(WidgetRenderer, "update", spy)
+    model.fit(1, batches(30), batches(30, seed=1), callbacks=[Ticker(clock, 0.05), bar])
+    assert "eval" in seen and "train" in seen
+    assert io  # keep the import used
+    assert AtStep
+
+
+def test_plot_frames_inline_and_in_the_helper_process(sink: FakeDisplay, monkeypatch) -> None:
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    for process in (False, True):
+        clock = FakeClock()
+        model, _ = new_model()
+        plot = LiveLossPlot(display="widget", clock=clock, plot_process=process)
+        model.fit(2, batches(200), batches(5, seed=1), callbacks=[Ticker(clock, 0.05), plot])
+        assert plot.last_png is not None and plot.last_png[:4] == b"\x89PNG"
+        final = sink.handles[-1].bundles[-1]["text/html"]
+        assert "data:image/png;base64," in final
+        if not process:
+            assert plot.plot_frames >= 3  # 20 s of fake time, a frame every >= 2 s
+        else:
+            assert plot.plot_helper_seconds > 0
+
+
+def test_a_dying_plot_helper_falls_back_to_inline(sink: FakeDisplay, monkeypatch) -> None:
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    clock = FakeClock()
+    model, _ = new_model()
+    plot = LiveLossPlot(display="widget", clock=clock, plot_process=True)
+
+    def kill(run_context):
+        plot._frames.worker._process.kill()
+
+    with pytest.warns(RuntimeWarning, match="plot helper failed"):
+        model.train(1, batches(300), callbacks=[Ticker(clock, 0.05), AtStep(100, kill), plot])
+    assert plot.view().status == "finished"
+    assert plot.last_png is not None and plot.last_png[:4] == b"\x89PNG"
+    assert "data:image/png;base64," in sink.handles[-1].bundles[-1]["text/html"]
