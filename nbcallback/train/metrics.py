@@ -330,7 +330,10 @@ def get_metrics(metrics: set[str] | Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     if isinstance(metrics, (set, frozenset, list, tuple)):
         resolved = {}
-        for name in metrics:
+        # A set has no order (and string hashing differs per process): sort its names so printed
+        # results, tables and cross-rank reductions always list the metrics the same way.
+        names = sorted(metrics, key=str) if isinstance(metrics, (set, frozenset)) else metrics
+        for name in names:
             if not isinstance(name, str):
                 raise TypeError(f"For 'Model', the names in 'metrics' must be str, but got {name!r}.")
             resolved[name] = get_metric_fn(name)

@@ -367,7 +367,6 @@ class LiveCallback(Callback):
         self._run_kind = kind
         self._join_run(cb_params)
         rank = int(cb_params.get("rank_id", 0) or 0)
-        self._open(rank)
         optimizer = cb_params.get("optimizer")
         lr = None
         if optimizer is not None and getattr(optimizer, "param_groups", None):
@@ -386,8 +385,11 @@ class LiveCallback(Callback):
             )
         else:
             self.state.start(now, kind="eval", eval_steps=int(cb_params.get("batch_num", 0)) or None)
+        # Open after the state knows the run, so the controls start with the optimizer's lr.
+        was_prepared = self._prepared
+        self._open(rank)
         self._phase = kind
-        if self._prepared and lr is not None and hasattr(self.renderer, "sync_lr"):
+        if was_prepared and lr is not None and hasattr(self.renderer, "sync_lr"):
             self._guard(lambda: self.renderer.sync_lr(float(lr)))
         self._countdown = self._stride = self._scheduler.reset()
         self._t_check = now
