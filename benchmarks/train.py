@@ -38,6 +38,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
+if str(REPO) not in sys.path:  # this checkout's nbcallback, also when another copy is installed
+    sys.path.insert(0, str(REPO))
 BATCH_SIZE = 64
 TARGET = 1.05
 

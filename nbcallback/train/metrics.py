@@ -53,17 +53,25 @@ class Metric:
         return self.eval()
 
 
+def _detached(value: Any) -> torch.Tensor:
+    # Under no_grad (every evaluation) nothing requires grad: skip the detach op (~1 us per tensor per batch).
+    tensor = _tensor(value)
+    return tensor.detach() if tensor.requires_grad else tensor
+
+
 def _check_pair(name: str, inputs: tuple[Any, ...]) -> tuple[torch.Tensor, torch.Tensor]:
     if len(inputs) != 2:
         raise ValueError(f"For '{name}.update', it needs 2 inputs (predicted value, true value), but got {len(inputs)}.")
-    return _tensor(inputs[0]).detach(), _tensor(inputs[1]).detach()
+    return _detached(inputs[0]), _detached(inputs[1])
 
 
 def _class_indices(y_pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """True labels as class indices (accepts indices or one-hot)."""
     if y.dim() == y_pred.dim() and y.shape == y_pred.shape and y_pred.dim() > 1:
         return y.argmax(dim=-1)
-    return y.reshape(-1).long() if y.dim() != 1 else y.long()
+    if y.dim() != 1:
+        y = y.reshape(-1)
+    return y if y.dtype is torch.int64 else y.long()
 
 
 class Accuracy(Metric):
@@ -90,7 +98,10 @@ class Accuracy(Metric):
         if self.eval_type == "multilabel":
             hits = ((y_pred > 0.5) == (y > 0.5)).all(dim=-1)
         else:
-            hits = y_pred.argmax(dim=-1).reshape(-1) == _class_indices(y_pred, y)
+            predicted = y_pred.argmax(dim=-1)
+            if predicted.dim() != 1:
+                predicted = predicted.reshape(-1)
+            hits = predicted == _class_indices(y_pred, y)
         self._correct = self._correct + hits.sum()
         self._total += hits.numel()
 
@@ -117,7 +128,7 @@ class Loss(Metric):
     def update(self, *inputs: Any) -> None:
         if len(inputs) != 1:
             raise ValueError(f"For 'Loss.update', it needs 1 input (loss), but got {len(inputs)}.")
-        loss = _tensor(inputs[0]).detach()
+        loss = _detached(inputs[0])
         if loss.dim() > 0:
             loss = loss.mean()
         self._sum = self._sum + loss

@@ -1,0 +1,255 @@
+"""Benchmark of nbcallback.widgets against the targets of widgets-anchors.md §5.10.
+
+Measures, on this machine:
+
+1. **Display overhead in a real kernel** -- the tutorial MLP (784-512-512-10,
+   batch 64, SGD) on MNIST-shaped tensors, ``model.fit(EPOCHS, 938 steps,
+   157 validation steps)``, run in an ipykernel through nbclient, alternating
+   "no display callback" / ProgressBar / LiveLossPlot / Dashboard /
+   Dashboard with the plot helper process, in rotating order, one run per
+   cell.  Reported: median wall and CPU time per config, the median of the
+   paired ratios to the run without callbacks, and the time the callback
+   itself measured on the training thread (``display_seconds``: live refreshes
+   plus the final snapshot), which is the least noisy figure on a shared VM.
+2. **Front-end traffic** per run: iopub messages per second (average and
+   1-second peak) and bytes per second during the live phase, plus the size of
+   each run's saved cell and the widget models left in the saved notebook.
+3. **Plot frames**: time and size of a live frame (blitted), of a full redraw,
+   and of the final palette PNG, for 10 epochs x 938 steps of data.
+4. **Hot path**: the cost of ``on_train_step_end`` on a step without a check.
+
+Run:  python benchmarks/widgets.py [--reps 5] [--epochs 1] [--json out.json]
+
+Uses one torch thread everywhere (the machine has 2 shared cores), synthetic
+data (seeded; the seed is printed) so it does not need the MNIST download.
+The data is in memory and pre-normalised, the strictest case for the ratio:
+the tutorial's real input pipeline makes each step slower and the display
+share smaller.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+CONFIGS = ("none", "ProgressBar", "LiveLossPlot", "Dashboard", "Dashboard+helper")
+
+KERNEL_SETUP = """\
+import json, time, torch
+torch.set_num_threads(1)
+from torch import nn
+from nbcallback.train import Model
+from nbcallback.widgets import ProgressBar, LiveLossPlot, Dashboard
+SEED, STEPS, EVAL_STEPS, EPOCHS = {seed}, {steps}, {eval_steps}, {epochs}
+g = torch.Generator().manual_seed(SEED)
+pool = [(torch.randn(64, 1, 28, 28, generator=g), torch.randint(0, 10, (64,), generator=g)) for _ in range(64)]
+train = [pool[i % 64] for i in range(STEPS)]
+valid = [pool[i % 64] for i in range(EVAL_STEPS)]
+torch.manual_seed(SEED)
+net = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 1e-2), metrics={{"accuracy"}})
+FACTORIES = {{"none": lambda: [], "ProgressBar": lambda: [ProgressBar()],
+             "LiveLossPlot": lambda: [LiveLossPlot()], "Dashboard": lambda: [Dashboard()],
+             "Dashboard+helper": lambda: [Dashboard(plot_process=True)]}}
+RESULTS = []
+def run(name, rep):
+    callbacks = FACTORIES[name]()
+    w0, c0 = time.perf_counter(), time.process_time()
+    model.fit(EPOCHS, train, valid, callbacks=callbacks)
+    RESULTS.append({{"config": name, "rep": rep, "wall": time.perf_counter() - w0, "cpu": time.process_time() - c0,
+                    "display": callbacks[0].view().display_seconds if callbacks else 0.0,
+                    "final": callbacks[0].final_seconds if callbacks else 0.0,
+                    "frames": callbacks[0].plot_frames if callbacks else 0}})
+"""
+
+
+def kernel_benchmark(reps: int, epochs: int, steps: int, eval_steps: int, seed: int) -> dict:
+    import nbformat
+
+    from tests.widgets._kernel import make_notebook, run_notebook, traffic_stats
+
+    order = list(CONFIGS)
+    cells = [f"for name in {order!r}:\n    run(name, -1)"]  # warm-up: imports, first figure, caches
+    plan = []
+    for rep in range(reps):
+        rotated = order[rep % len(order):] + order[: rep % len(order)]
+        for name in rotated:
+            plan.append((name, rep))
+            cells.append(f"run({name!r}, {rep})")
+    cells.append("print('RESULTS=' + json.dumps(RESULTS))")
+    nb = make_notebook([KERNEL_SETUP.format(seed=seed, steps=steps, eval_steps=eval_steps, epochs=epochs)] + cells,
+                       setup=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        client, path = run_notebook(nb, Path(tmp), timeout=1800)
+        saved = nbformat.read(path, as_version=4)
+        saved_bytes = path.stat().st_size
+    text = "".join(o.get("text", "") for o in saved.cells[-1].outputs if o.get("output_type") == "stream")
+    results = json.loads(text.split("RESULTS=", 1)[1])
+    results = [r for r in results if r["rep"] >= 0]
+    traffic: dict[str, list[dict]] = {name: [] for name in CONFIGS}
+    for index, (name, _rep) in enumerate(plan):
+        cell_index = index + 2  # setup, warm-up
+        stats = traffic_stats(client.cell_messages(cell_index))
+        stats["saved_cell_bytes"] = len(json.dumps(saved.cells[cell_index]))
+        traffic[name].append(stats)
+    widget_state = saved.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    return {"runs": results, "traffic": traffic, "saved_notebook_bytes": saved_bytes,
+            "widget_models_saved": len(widget_state.get("state", {}))}
+
+
+def summarize_kernel(data: dict) -> dict:
+    runs = data["runs"]
+    by = {name: [r for r in runs if r["config"] == name] for name in CONFIGS}
+    base = {r["rep"]: r for r in by["none"]}
+    summary = {}
+    for name in CONFIGS:
+        walls = [r["wall"] for r in by[name]]
+        cpus = [r["cpu"] for r in by[name]]
+        paired_wall = [r["wall"] / base[r["rep"]]["wall"] for r in by[name] if r["rep"] in base]
+        paired_cpu = [r["cpu"] / base[r["rep"]]["cpu"] for r in by[name] if r["rep"] in base]
+        traffic = data["traffic"][name]
+        entry = {
+            "median_wall_s": statistics.median(walls),
+            "median_cpu_s": statistics.median(cpus),
+            "ratio_wall_median_of_pairs": statistics.median(paired_wall),
+            "ratio_cpu_median_of_pairs": statistics.median(paired_cpu),
+            "ratio_wall_of_medians": statistics.median(walls) / statistics.median([r["wall"] for r in by["none"]]),
+            "display_seconds_median": statistics.median(r["display"] for r in by[name]),
+            "display_share_of_wall_median": statistics.median(r["display"] / r["wall"] for r in by[name]),
+            "final_snapshot_seconds_median": statistics.median(r["final"] for r in by[name]),
+            "live_plot_frames_median": statistics.median(r["frames"] for r in by[name]),
+        }
+        if name != "none":
+            entry.update(
+                {
+                    "msgs_per_s_live": statistics.median(t["live_rate"] for t in traffic),
+                    "peak_msgs_per_s": max(t["live_peak_per_s"] for t in traffic),
+                    "bytes_per_s_live": statistics.median(t["live_bytes_per_s"] for t in traffic),
+                    "max_message_bytes": max(t["max_message_bytes"] for t in traffic),
+                    "messages_per_run": statistics.median(t["count"] for t in traffic),
+                    "saved_cell_bytes": max(t["saved_cell_bytes"] for t in traffic),
+                }
+            )
+        summary[name] = entry
+    return summary
+
+
+def plot_benchmark(seed: int) -> dict:
+    from nbcallback.widgets.plot import LossPlot
+    from nbcallback.widgets.state import TrainingState
+
+    rng = random.Random(seed)
+    state = TrainingState()
+    state.start(0.0, epochs=10, steps_per_epoch=938, has_validation=True, eval_steps=157)
+    plot = LossPlot()
+    plot.prepare()
+    t, step = 0.0, 0
+    blits, fulls = [], []
+    for epoch in range(1, 11):
+        state.begin_epoch(epoch, t)
+        for _ in range(0, 938, 94):
+            n = min(94, 938 * epoch - step)
+            losses = [2.3 * math.exp(-(step + i) / 2500) + 0.25 * rng.random() for i in range(n)]
+            step += n
+            t += 0.2
+            state.record_steps(t, step, losses)
+            draws = plot.full_draws
+            started = time.perf_counter()
+            frame = plot.render(state.plot_data())
+            cost = time.perf_counter() - started
+            (fulls if plot.full_draws != draws else blits).append((cost, len(frame)))
+        state.add_eval_row(t, {"accuracy": 0.9 + 0.007 * epoch, "eval_loss": 0.35 / epoch}, epoch=epoch, step=step)
+        state.end_epoch(epoch, t, True)
+    started = time.perf_counter()
+    final = plot.render(state.plot_data(), final=True)
+    final_cost = time.perf_counter() - started
+    plot.close()
+    return {
+        "frames": len(blits) + len(fulls),
+        "blit_ms_median": 1000 * statistics.median(c for c, _ in blits),
+        "blit_kb_max": max(s for _, s in blits) / 1024,
+        "full_redraws": len(fulls),
+        "full_redraw_ms_median": 1000 * statistics.median(c for c, _ in fulls),
+        "all_frames_ms_median": 1000 * statistics.median(c for c, _ in blits + fulls),
+        "final_png_ms": 1000 * final_cost,
+        "final_png_kb": len(final) / 1024,
+        "points_per_line_max": 2000,
+    }
+
+
+def hot_path_benchmark(calls: int = 200_000) -> dict:
+    import torch
+
+    from nbcallback.train import Callback, RunContext
+    from nbcallback.widgets import ProgressBar
+
+    torch.set_num_threads(1)
+    bar = ProgressBar(display="off")
+    params = {"net_outputs": torch.tensor(0.5)}
+    ctx = RunContext(params)
+    bar.__enter__()
+    bar._cb_params = params
+    bar._append = bar._losses.append
+    bar._countdown = 10**12  # never reach a check: the pure per-step cost
+    noop = Callback()
+    results = {}
+    for label, func in (("noop", noop.on_train_step_end), ("ProgressBar", bar.on_train_step_end)):
+        best = math.inf
+        for _ in range(5):
+            started = time.perf_counter()
+            for _ in range(calls):
+                func(ctx)
+            best = min(best, (time.perf_counter() - started) / calls)
+            if label != "noop":
+                bar._losses.clear()
+        results[label] = best
+    bar._depth = 0
+    return {
+        "per_step_us": 1e6 * results["ProgressBar"],
+        "noop_callback_us": 1e6 * results["noop"],
+        "extra_over_noop_us": 1e6 * (results["ProgressBar"] - results["noop"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=5, help="alternating rounds per configuration")
+    parser.add_argument("--epochs", type=int, default=1, help="epochs per fit run")
+    parser.add_argument("--steps", type=int, default=938, help="training steps per epoch (MNIST/64 = 938)")
+    parser.add_argument("--eval-steps", type=int, default=157, help="validation steps (10k/64 = 157)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--skip-kernel", action="store_true", help="only the in-process measurements")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    print(f"seed={args.seed} reps={args.reps} epochs={args.epochs} steps={args.steps} eval_steps={args.eval_steps}")
+    out: dict = {"seed": args.seed}
+    out["hot_path"] = hot_path_benchmark()
+    print("hot path:", json.dumps(out["hot_path"], indent=1))
+    out["plot"] = plot_benchmark(args.seed)
+    print("plot:", json.dumps(out["plot"], indent=1))
+    if not args.skip_kernel:
+        data = kernel_benchmark(args.reps, args.epochs, args.steps, args.eval_steps, args.seed)
+        out["kernel"] = summarize_kernel(data)
+        out["saved_notebook_bytes"] = data["saved_notebook_bytes"]
+        out["widget_models_saved"] = data["widget_models_saved"]
+        out["raw_runs"] = data["runs"]
+        print("kernel:", json.dumps(out["kernel"], indent=1))
+        print(f"saved notebook: {data['saved_notebook_bytes']} bytes for {len(data['runs'])} runs; "
+              f"widget models left: {data['widget_models_saved']}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
