@@ -40,6 +40,9 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
 if str(REPO) not in sys.path:  # this checkout's nbcallback, also when another copy is installed
     sys.path.insert(0, str(REPO))
+
+from benchmarks._common import build  # noqa: E402  (the network, loss and optimizer of every benchmark)
+
 BATCH_SIZE = 64
 TARGET = 1.05
 
@@ -63,23 +66,6 @@ class GatherBatches:
         for start in range(0, len(order), self.batch_size):
             index = order[start:start + self.batch_size]
             yield self.images[index], self.labels[index]
-
-
-def build(seed: int):
-    import torch
-    from torch import nn
-
-    torch.manual_seed(seed)
-    network = nn.Sequential(
-        nn.Flatten(),
-        nn.Linear(28 * 28, 512),
-        nn.ReLU(),
-        nn.Linear(512, 512),
-        nn.ReLU(),
-        nn.Linear(512, 10),
-    )
-    optimizer = torch.optim.SGD(network.parameters(), 1e-2)
-    return network, nn.CrossEntropyLoss(), optimizer
 
 
 def child(kind: str, tensors: str, threads: int, seed: int, epochs: int) -> dict:
@@ -228,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  Model.train       : {model['median']:.3f} / {model['min']:.3f} / {model['max']:.3f} s")
     print(f"  ratio of medians  : {ratio:.3f}  (per-round ratios: median {statistics.median(pair_ratios):.3f}, "
           f"min {min(pair_ratios):.3f}, max {max(pair_ratios):.3f}; target <= {TARGET})")
-    print(f"process CPU time (less sensitive to other load on the machine), median / min / max:")
+    print("process CPU time (less sensitive to other load on the machine), median / min / max:")
     print(f"  bare PyTorch loop : {cpu_bare['median']:.3f} / {cpu_bare['min']:.3f} / {cpu_bare['max']:.3f} s")
     print(f"  Model.train       : {cpu_model['median']:.3f} / {cpu_model['min']:.3f} / {cpu_model['max']:.3f} s")
     print(f"  ratio of medians  : {cpu_ratio:.3f}")
