@@ -42,7 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-CONFIGS = ("none", "ProgressBar", "LiveLossPlot", "Dashboard", "Dashboard+helper")
+CONFIGS = ("none", "ProgressBar", "LiveLossPlot", "LiveLossPlot+inline", "LiveLossPlot+helper", "Dashboard")
 
 KERNEL_SETUP = """\
 import json, time, torch
@@ -60,7 +60,8 @@ net = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512,
 model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 1e-2), metrics={{"accuracy"}})
 FACTORIES = {{"none": lambda: [], "ProgressBar": lambda: [ProgressBar()],
              "LiveLossPlot": lambda: [LiveLossPlot()], "Dashboard": lambda: [Dashboard()],
-             "Dashboard+helper": lambda: [Dashboard(plot_process=True)]}}
+             "LiveLossPlot+inline": lambda: [LiveLossPlot(plot_process=False)],
+             "LiveLossPlot+helper": lambda: [LiveLossPlot(plot_process=True)]}}
 RESULTS = []
 def run(name, rep):
     callbacks = FACTORIES[name]()

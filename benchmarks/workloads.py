@@ -535,6 +535,36 @@ def eval_nbcallback(args: argparse.Namespace) -> dict[str, Any]:
             "model_eval_s": statistics.median(eval_times), "accuracy": result.get("accuracy")}
 
 
+@variant("eval_model")
+def eval_model(args: argparse.Namespace) -> dict[str, Any]:
+    """``Model.eval`` (metrics ``{'accuracy'}``) of the 10,000 test images: the same work as ``eval_bare``.
+
+    Same protocol as the bare loop: per repeat, 2 plain training steps, then
+    one timed pass; median of 7.
+    """
+    ensure_repo_on_path()
+    from nbcallback.train import Model
+
+    x, y = mnist_tensors(args.data, "train")
+    images, labels = mnist_tensors(args.data, "test")
+    network, loss_fn, optimizer = build(args.seed)
+    model = Model(network, loss_fn=loss_fn, optimizer=optimizer, metrics={"accuracy"})
+    train = GatherBatches(x, y, args.seed, limit=2)
+    batches = EvalBatches(images, labels)
+    times, accuracy = [], 0.0
+    for _ in range(_eval_repeats(args)):
+        network.train()
+        for xb, yb in train:
+            loss = loss_fn(network(xb), yb)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        started = time.perf_counter()
+        accuracy = model.eval(batches)["accuracy"]
+        times.append(time.perf_counter() - started)
+    return {"value": statistics.median(times), "unit": "s", "passes": times, "accuracy": accuracy}
+
+
 # --------------------------------------------------------------------------- imports
 
 _HEAVY = ("matplotlib", "ipywidgets", "IPython", "tensorboard", "torch.utils.tensorboard", "PIL", "torch._dynamo",

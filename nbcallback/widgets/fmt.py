@@ -84,13 +84,14 @@ def progress_parts(view: View) -> dict[str, str]:
     ("loss 0.2345" or ''), ``lr`` ("lr 0.01" or '').
     """
     parts: dict[str, str] = {}
+    running = view.status in ("starting", "running")
     if view.kind == "eval":
         parts["epoch"] = "evaluation"
         parts["phase"] = "eval"
         total = view.eval_steps if view.eval_steps is not None else "?"
         parts["steps"] = f"{view.eval_step}/{total}"
         parts["rate"] = rate(view.eval_rate)
-        parts["time"] = f"{duration(view.elapsed)}<{duration(view.eta_total)}"
+        parts["time"] = f"{duration(view.elapsed)}<{duration(view.eta_total)}" if running else duration(view.elapsed)
         parts["eta_total"] = ""
     else:
         last = view.last_epoch if view.last_epoch is not None else "?"
@@ -108,7 +109,10 @@ def progress_parts(view: View) -> dict[str, str]:
                 text += " · " + rate(view.samples_rate, "samples")
             parts["rate"] = text
         parts["time"] = f"{duration(view.elapsed)}<{duration(view.eta_train)}"
-        if view.eta_total is not None and view.eta_total != view.eta_train:
+        if not running:
+            parts["time"] = duration(view.elapsed)  # an ended run has no time left to predict
+            parts["eta_total"] = ""
+        elif view.eta_total is not None and view.eta_total != view.eta_train:
             parts["eta_total"] = "total ETA " + ("~" if view.eta_total_estimated else "") + duration(view.eta_total)
         else:
             parts["eta_total"] = ""

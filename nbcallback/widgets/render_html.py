@@ -14,6 +14,10 @@ Small and self-contained on purpose:
 * The live view shows only the last few table rows, so the bytes per refresh
   do not grow with the number of epochs (Hugging Face's tracker re-sends its
   whole growing table every update).
+* The final plot is its own ``image/png`` output (:func:`plot_bundle`), not a
+  data-URI ``<img>`` inside the HTML: GitHub's notebook viewer drops data-URI
+  images in HTML outputs (activeviam/atoti-notebooks#425), while every viewer
+  shows an ``image/png`` output.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from typing import Iterable
 from nbcallback.widgets import fmt
 from nbcallback.widgets.state import View
 
-__all__ = ["live_html", "snapshot_html", "snapshot_text", "snapshot_bundle"]
+__all__ = ["live_html", "snapshot_html", "snapshot_text", "snapshot_bundle", "plot_bundle", "PLOT_PENDING"]
 
 _FONT = (
     "font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));"
@@ -127,8 +131,8 @@ def live_html(view: View, parts: frozenset[str], hint: str = "") -> str:
     return f'<div style="{_FONT}">{"".join(blocks)}</div>'
 
 
-def snapshot_html(view: View, parts: frozenset[str], png: bytes | None) -> str:
-    """The final static HTML: bars, status, the whole (capped) table and the plot."""
+def snapshot_html(view: View, parts: frozenset[str]) -> str:
+    """The final static HTML: bars, status and the whole (capped) table; the plot is :func:`plot_bundle`."""
     blocks = []
     if "progress" in parts or "table" in parts:
         blocks.append(_progress_block(view))
@@ -137,12 +141,6 @@ def snapshot_html(view: View, parts: frozenset[str], png: bytes | None) -> str:
         blocks.append(f'<div style="color:{_STATUS_COLORS["error"]}">{_esc(view.error)}</div>')
     if "table" in parts or "progress" in parts:
         blocks.append(_table(view))
-    if png:
-        data = base64.b64encode(png).decode("ascii")
-        blocks.append(
-            f'<div><img src="data:image/png;base64,{data}" alt="{_esc(fmt.run_summary(view))}" '
-            'style="max-width:100%;height:auto"></div>'
-        )
     blocks.append(f'<div style="opacity:.6;font-size:11px">{_esc(fmt.run_summary(view))}</div>')
     return f'<div style="{_FONT}">{"".join(blocks)}</div>'
 
@@ -167,10 +165,28 @@ def snapshot_text(view: View, parts: frozenset[str], has_plot: bool = False, max
         if view.rows_total > len(rows):
             lines.append(f"(last {len(rows)} of {view.rows_total} evaluations)")
     if has_plot:
-        lines.append("(loss plot: PNG in the HTML version of this output)")
+        lines.append("(loss plot: the PNG output below)")
     return "\n".join(lines)
 
 
-def snapshot_bundle(view: View, parts: frozenset[str], png: bytes | None) -> dict[str, str]:
-    """The mime bundle that replaces the live view at the end of a run."""
-    return {"text/html": snapshot_html(view, parts, png), "text/plain": snapshot_text(view, parts, png is not None)}
+def snapshot_bundle(view: View, parts: frozenset[str], has_plot: bool = False) -> dict[str, str]:
+    """The mime bundle that replaces the live view at the end of a run (the plot comes separately)."""
+    return {"text/html": snapshot_html(view, parts), "text/plain": snapshot_text(view, parts, has_plot)}
+
+
+#: The ``text/plain`` of the plot's output slot before the final frame exists (static display modes).
+PLOT_PENDING = "(loss plot: drawn here when the run ends)"
+
+
+def plot_bundle(view: View, png: bytes | None) -> dict[str, str]:
+    """The plot's own output at the end of a run: the final PNG, or a line saying why there is none."""
+    if not png:
+        if view.kind == "eval":
+            return {"text/plain": "(no loss plot: an evaluation run has no training curve)"}
+        if not view.steps_done and not view.rows:
+            return {"text/plain": "(no loss plot: no training step was recorded)"}
+        return {"text/plain": "(no loss plot: it could not be drawn, see the warning above)"}
+    return {
+        "image/png": base64.b64encode(png).decode("ascii"),
+        "text/plain": f"<loss plot, PNG: {fmt.run_summary(view)}>",
+    }

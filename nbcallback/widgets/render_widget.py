@@ -9,9 +9,12 @@
     once per run and reused across epochs and the train/eval phases (tqdm's
     nested bars open 11 models per bar).
 
-    At the end of the run the output is replaced, through the same
-    ``display_id``, by a static HTML snapshot with a meaningful ``text/plain``,
-    and then every model (widgets, their layout and style models) is closed, so
+    Two outputs: the HTML (and controls) first, the plot ``Image`` second.  At
+    the end of the run each is replaced through its ``display_id``: the first
+    by a static HTML snapshot with a meaningful ``text/plain``, the second by
+    the final plot as an ``image/png`` output (which GitHub renders, unlike a
+    data-URI image inside HTML); then every model (widgets, their layout and
+    style models) is closed, so
     a saved notebook holds no widget state of ours and shows the final state on
     GitHub, nbviewer, VS Code and nbconvert.  The heavy traits are blanked
     before closing, because some clients (nbclient 0.11) keep the last state of
@@ -19,7 +22,8 @@
 
 :class:`StaticRenderer` (``display='static'`` / ``'final'``)
     ``display_id`` HTML updates at most once per second (``'static'``), or
-    nothing until the final snapshot (``'final'``, for docs builds).
+    nothing until the final snapshot (``'final'``, for docs builds); the plot
+    has its own output slot, filled with the final PNG at the end.
 
 ``clear_output`` is never called: other output of the user's cell survives.
 IPython and ipywidgets are imported when a renderer opens, not before.
@@ -30,7 +34,7 @@ from typing import Any, Callable
 
 from nbcallback.widgets import fmt
 from nbcallback.widgets.controls import release_comm_routing, valid_lr
-from nbcallback.widgets.render_html import live_html, snapshot_bundle
+from nbcallback.widgets.render_html import PLOT_PENDING, live_html, plot_bundle, snapshot_bundle
 from nbcallback.widgets.state import View
 
 __all__ = ["WidgetRenderer", "StaticRenderer"]
@@ -78,6 +82,7 @@ class WidgetRenderer:
         self.hint = hint
         self._release_routing = release_routing
         self._handle: Any = None
+        self._plot_handle: Any = None
         self._html: Any = None
         self._image: Any = None
         self._button: Any = None
@@ -99,14 +104,9 @@ class WidgetRenderer:
 
         layout = widgets.Layout(max_width="100%")
         children: list[Any] = []
-        text_parts = self.parts & {"progress", "table"}
-        if text_parts or "controls" in self.parts or not self.shows_plot:
-            self._last_html = live_html(view, self.parts, self.hint)
-            self._html = widgets.HTML(value=self._last_html, layout=layout)
-            children.append(self._html)
-        if self.shows_plot:
-            self._image = widgets.Image(value=_EMPTY_PNG, format="png", layout=layout)
-            children.append(self._image)
+        self._last_html = live_html(view, self.parts, self.hint)
+        self._html = widgets.HTML(value=self._last_html, layout=layout)
+        children.append(self._html)
         controls: list[Any] = []
         if "controls" in self.parts and self._on_stop is not None:
             self._button = widgets.Button(
@@ -126,12 +126,13 @@ class WidgetRenderer:
             children.append(widgets.HBox(controls, layout=layout))
         self._root = children[0] if len(children) == 1 else widgets.VBox(children, layout=layout)
         self._widgets = _all_models(self._root)
+        placeholder = _placeholder_text(view)
+        self._handle = display(_widget_bundle(self._root, placeholder), raw=True, display_id=True)
+        if self.shows_plot:
+            self._image = widgets.Image(value=_EMPTY_PNG, format="png", layout=layout)
+            self._widgets += [w for w in _all_models(self._image) if w not in self._widgets]
+            self._plot_handle = display(_widget_bundle(self._image, "(live loss plot)"), raw=True, display_id=True)
         self.models_opened = len(self._widgets)
-        bundle = {
-            _WIDGET_VIEW: {"model_id": self._root.model_id, "version_major": 2, "version_minor": 0},
-            "text/plain": _placeholder_text(view),
-        }
-        self._handle = display(bundle, raw=True, display_id=True)
         if self._release_routing:
             for control in (self._button, self._lr):
                 if control is not None:
@@ -189,7 +190,9 @@ class WidgetRenderer:
             return
         try:
             if self._handle is not None:
-                self._handle.update(snapshot_bundle(view, self.parts, png), raw=True)
+                self._handle.update(snapshot_bundle(view, self.parts, has_plot=png is not None), raw=True)
+            if self._plot_handle is not None:
+                self._plot_handle.update(plot_bundle(view, png), raw=True)
         finally:
             self._close_models()
 
@@ -204,6 +207,8 @@ class WidgetRenderer:
         try:
             if self._handle is not None and self._last_view is not None:
                 self._handle.update({"text/plain": fmt.run_summary(self._last_view)}, raw=True)
+            if self._plot_handle is not None:
+                self._plot_handle.update({"text/plain": "(no loss plot: the display failed)"}, raw=True)
         finally:
             self._close_models()
 
@@ -217,6 +222,11 @@ class WidgetRenderer:
         for model in reversed(self._widgets):
             model.close()
         self._widgets = []
+
+
+def _widget_bundle(widget: Any, text: str) -> dict[str, Any]:
+    """The output that shows ``widget`` live (``text`` where widgets cannot be shown)."""
+    return {_WIDGET_VIEW: {"model_id": widget.model_id, "version_major": 2, "version_minor": 0}, "text/plain": text}
 
 
 def _all_models(root: Any) -> list[Any]:
@@ -254,6 +264,7 @@ class StaticRenderer:
         self.live = live
         self.text_interval = float(interval) if live else 3600.0
         self._handle: Any = None
+        self._plot_handle: Any = None
         self._last = ""
         self.closed = False
 
@@ -269,6 +280,8 @@ class StaticRenderer:
         bundle = self._bundle(view)
         self._last = bundle["text/html"]
         self._handle = display(bundle, raw=True, display_id=True)
+        if "plot" in self.parts:  # keep the plot's place next to the progress
+            self._plot_handle = display({"text/plain": PLOT_PENDING}, raw=True, display_id=True)
 
     def update(self, view: View, png: bytes | None) -> None:
         """Re-send the HTML when it changed."""
@@ -287,14 +300,22 @@ class StaticRenderer:
         if self.closed:
             return
         self.closed = True
-        bundle = snapshot_bundle(view, self.parts, png)
+        from IPython.display import display
+
+        bundle = snapshot_bundle(view, self.parts, has_plot=png is not None)
         if self._handle is not None:
             self._handle.update(bundle, raw=True)
         else:
-            from IPython.display import display
-
             display(bundle, raw=True)
+        if "plot" in self.parts:
+            plot = plot_bundle(view, png)
+            if self._plot_handle is not None:
+                self._plot_handle.update(plot, raw=True)
+            else:
+                display(plot, raw=True)
 
     def abort(self) -> None:
-        """Nothing to release."""
+        """Nothing to release; the plot's slot must not keep promising a plot."""
         self.closed = True
+        if self._plot_handle is not None:
+            self._plot_handle.update({"text/plain": "(no loss plot: the display failed)"}, raw=True)

@@ -232,6 +232,7 @@ class TrainingState:
             self._eval_steps: int | None = None
             self._eval_step = 0
             self._t_eval_start: float | None = None
+            self._eval_cut = False  # a stop request cut the current validation pass short
             self._eval_pass_seconds: float | None = None
             self._rate: float | None = None
             self._eval_rate: float | None = None
@@ -306,6 +307,7 @@ class TrainingState:
             self._epoch = int(epoch)
             self._epoch_open = True
             self._phase = "train"
+            self._eval_cut = False
             self._train_mark = None  # the first step of an epoch includes the loader's start-up
 
     def set_samples_per_step(self, samples: int | None) -> None:
@@ -364,6 +366,7 @@ class TrainingState:
                 self._eval_steps = int(total)
             self._t_eval_start = now
             self._eval_mark = None
+            self._eval_cut = False
 
     def record_eval_steps(self, now: float, step: int) -> None:
         """The evaluation pass reached ``step`` (1-based within the pass)."""
@@ -398,7 +401,12 @@ class TrainingState:
                     if seconds > 0 and self._eval_rate is None:
                         self._eval_rate = self._eval_step / seconds
             if self._kind == "train":
-                self._phase = "train"
+                if complete:
+                    self._phase = "train"
+                else:
+                    # A stop during validation: the run ends here, so the final
+                    # picture keeps the eval phase and step where it stopped.
+                    self._eval_cut = True
             self._train_mark = None
             return seconds
 
@@ -443,7 +451,8 @@ class TrainingState:
                 self._epochs_done += 1  # a stopped, partial epoch does not count as done
             self._epoch_open = False
             self._validated[int(epoch)] = bool(validated)
-            self._phase = "train"
+            if not self._eval_cut:
+                self._phase = "train"
             self._version += 1
 
     def set_lr(self, lr: float | None, *, changed_at: int | None = None) -> None:
@@ -469,7 +478,7 @@ class TrainingState:
             self._status_text = text or status
             self._error = error
             self._t_end = now
-            if self._t_eval_start is not None and self._phase == "eval" and self._kind == "train":
+            if self._t_eval_start is not None and self._phase == "eval" and self._kind == "train" and not self._eval_cut:
                 self._phase = "train"
             self._version += 1
 

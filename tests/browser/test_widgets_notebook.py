@@ -227,14 +227,8 @@ def test_dashboard_lr_reaches_optimizer_and_stop_ends_run_within_one_second(
     phase_bar = final["bars"][1]
     if match["eval_step"] is None:
         assert (phase_bar["label"], phase_bar["value"]) == ("train", step), phase_bar
-    else:  # the click landed during the epoch's validation
-        # Known gap (open in the widgets issue): the snapshot sometimes shows the completed train
-        # phase instead of the eval step the status line names; accept both until the state model
-        # keeps the phase of the stop.
-        assert (phase_bar["label"], phase_bar["value"]) in {
-            ("eval", int(match["eval_step"])),
-            ("train", steps_per_epoch),
-        }, phase_bar
+    else:  # the click landed during the epoch's validation: the snapshot shows that eval step
+        assert (phase_bar["label"], phase_bar["value"]) == ("eval", int(match["eval_step"])), phase_bar
     assert final["bars"][0]["label"] == f"epoch {epoch}/10"
     assert f"lr set to {LR_TEXT} at step" in final["text"]
     assert len(harness.plot_images(final, widget=False)) == 1

@@ -59,7 +59,8 @@ def test_analysis_table_and_chart_from_synthetic_runs(tmp_path):
         "amp": {"bare": [2.0, 2.0], "bare_amp": [1.5, 1.6], "nbcallback_amp": [1.52, 1.62]},
         "pipeline": {"pipeline_bare": [0.10, 0.11], "pipeline": [0.08, 0.09]},
         "widgets": {"widgets_none": [2.0, 2.0], "widgets_text": [2.03, 2.04], "widgets_off": [2.0, 2.01]},
-        "eval": {"eval_bare": [0.10, 0.10], "eval_bare_loss": [0.102, 0.103], "eval_nbcallback": [0.105, 0.104]},
+        "eval": {"eval_bare": [0.10, 0.10], "eval_bare_loss": [0.102, 0.103], "eval_model": [0.104, 0.104],
+                 "eval_nbcallback": [0.105, 0.104]},
     }
     for name, variants in fake.items():
         runs = {v: [result(x, step_p10_ms=x, cpu_seconds=x, build_s=0.15) for x in values]
@@ -71,6 +72,7 @@ def test_analysis_table_and_chart_from_synthetic_runs(tmp_path):
     assert comparisons["widgets"]["ratios"]["widgets_text"]["meets_target"] is False
     assert comparisons["pipeline"]["absolute"]["pipeline.build_s"]["meets_target"] is True
     assert comparisons["eval"]["ratios"]["eval_nbcallback/eval_bare"]["target"] == 1.1
+    assert comparisons["eval"]["ratios"]["eval_model/eval_bare"]["target"] == 1.1
     assert "eval_nbcallback/eval_bare_loss" in comparisons["eval"]["ratios"]
     report = {"meta": {"cpu": "test", "cpus": 2, "torch": "x", "threads": 1, "rounds": 2}, "comparisons": comparisons}
     text = run.table(report)

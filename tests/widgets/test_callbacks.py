@@ -169,6 +169,30 @@ def test_request_stop_from_another_thread() -> None:
     assert view.steps_done < 50 * 40
 
 
+def test_stop_during_validation_ends_the_run_and_the_snapshot_shows_the_eval_step() -> None:
+    model, _ = new_model()
+    dash = Dashboard(display="off")
+
+    class StopAtEvalStep(Callback):
+        def __init__(self) -> None:
+            self.evals = 0
+
+        def on_eval_begin(self, run_context):
+            self.evals += 1
+
+        def on_eval_step_end(self, run_context):
+            if self.evals == 2 and run_context.original_args().cur_step_num == 7:
+                dash.request_stop("user")
+
+    model.fit(5, batches(30), batches(12, seed=1), callbacks=[StopAtEvalStep(), dash])
+    view = dash.view()
+    assert view.status == "stopped"
+    assert "epoch 2" in view.status_text and "eval step 7" in view.status_text, view.status_text
+    assert (view.phase, view.eval_step, view.eval_steps) == ("eval", 7, 12)
+    assert view.epochs_done == 2 and view.steps_done == 60
+    assert [row.partial for row in view.rows] == [False, True]
+
+
 def test_learning_rate_applies_at_the_next_step_to_every_group() -> None:
     model, opt = new_model(lr=0.1, two_groups=True)
     dash = Dashboard(display="off")

@@ -64,7 +64,7 @@ def test_live_traffic_is_throttled(executed) -> None:
     types = stats["by_type"]
     assert types["comm_open"] == 10  # one widget tree per fit: 10 models, opened once
     assert types["comm_close"] == 10  # ... and every one closed
-    assert types["display_data"] == 1 and types["update_display_data"] == 1
+    assert types["display_data"] == 2 and types["update_display_data"] == 2  # progress+controls, plot
     assert stats["live_rate"] <= 5.0
     assert stats["live_peak_per_s"] <= 10
     text_ticks = [m for m in client.cell_messages(1) if m[1] == "comm_msg" and m[2] < 5000]
@@ -81,7 +81,7 @@ def test_saved_notebook_holds_the_static_snapshot_and_no_widget_state(executed) 
     nbformat.validate(nb)
     fit_cell = nb.cells[1]
     kinds = [out["output_type"] for out in fit_cell.outputs]
-    assert kinds == ["stream", "display_data", "stream"]  # other output of the cell survives
+    assert kinds == ["stream", "display_data", "display_data", "stream"]  # other output of the cell survives
     snapshot = fit_cell.outputs[1]["data"]
     plain = snapshot["text/plain"]
     assert plain.startswith("Training finished: 3/3 epochs, 450/450 steps")
@@ -89,23 +89,25 @@ def test_saved_notebook_holds_the_static_snapshot_and_no_widget_state(executed) 
     html = snapshot["text/html"]
     assert html.count("<tr>") == 4  # header + one row per evaluation
     assert 'value="150" max="150"' in html and 'value="3" max="3"' in html
-    png = re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)
-    assert png is not None
+    assert "<img" not in html  # the plot is its own image/png output, which GitHub also renders
+    plot = fit_cell.outputs[2]["data"]
+    assert set(plot) == {"image/png", "text/plain"}
     import base64
 
-    raw = base64.b64decode(png.group(1))
+    raw = base64.b64decode(plot["image/png"])
     assert raw[:8] == b"\x89PNG\r\n\x1a\n" and len(raw) <= 40_000
     fit_bytes = len(json.dumps(fit_cell))
     print(f"saved fit cell: {fit_bytes} bytes; whole notebook {path.stat().st_size} bytes; PNG {len(raw)} bytes")
     assert fit_bytes <= 60_000
     # The eval-only and the plot-only runs left their own snapshots.
     assert cell_text(nb.cells[2]).startswith("Evaluation finished: 30/30 steps")
-    assert "data:image/png" in nb.cells[3].outputs[0]["data"]["text/html"]
+    assert [set(out["data"]) for out in nb.cells[3].outputs[:2]] == [{"text/html", "text/plain"}, {"image/png", "text/plain"}]
     assert "Training finished: 1/1 epochs" in cell_text(nb.cells[3])
     # display='final': nothing live, no widget at all, one snapshot.
     final_cell = client.cell_messages(4)
     assert not [m for m in final_cell if m[1].startswith("comm")]
-    assert [out["output_type"] for out in nb.cells[4].outputs] == ["display_data"]
+    assert [out["output_type"] for out in nb.cells[4].outputs] == ["display_data", "display_data"]
+    assert "image/png" in nb.cells[4].outputs[1]["data"]
     assert "next cell runs 0.05" in cell_text(nb.cells[5])
 
 

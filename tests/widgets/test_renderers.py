@@ -1,6 +1,8 @@
 """Renderers with a fake display sink: widget tree, model closing, HTML and snapshot content."""
 from __future__ import annotations
 
+import base64
+
 import io
 from typing import Any
 
@@ -8,7 +10,7 @@ import pytest
 
 from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar
 from nbcallback.widgets.clock import FakeClock
-from nbcallback.widgets.render_html import live_html, snapshot_bundle
+from nbcallback.widgets.render_html import PLOT_PENDING, live_html, snapshot_bundle
 from nbcallback.widgets.render_widget import StaticRenderer, WidgetRenderer
 from nbcallback.widgets.state import TrainingState
 from tests.widgets.conftest import AtStep, Ticker, batches, new_model
@@ -81,9 +83,12 @@ def test_dashboard_tree_is_small_and_fully_closed(sink: FakeDisplay) -> None:
     assert renderer.models_opened == 10  # VBox, HTML+style, Image, HBox, Button+style, FloatText+style, 1 shared Layout
     models = list(renderer._widgets)
     assert len({m.model_id for m in models}) == 10
+    assert len(sink.handles) == 2  # progress + controls, then the plot: two outputs of the cell
     bundle = sink.handles[0].bundles[0]
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == renderer._root.model_id
     assert "Training in progress" in bundle["text/plain"]
+    plot_view = sink.handles[1].bundles[0]
+    assert plot_view["application/vnd.jupyter.widget-view+json"]["model_id"] == renderer._image.model_id
 
     changes: list[str] = []
     renderer._html.observe(lambda change: changes.append(change["new"]), names="value")
@@ -103,29 +108,35 @@ def test_dashboard_tree_is_small_and_fully_closed(sink: FakeDisplay) -> None:
     renderer.finish(state.view(0.0, live_rows=None), b"\x89PNG final")
     final = sink.handles[0].bundles[-1]
     assert set(final) == {"text/html", "text/plain"}
-    assert "data:image/png;base64," in final["text/html"]
-    assert "Training finished" in final["text/plain"]
+    assert "<img" not in final["text/html"]  # the plot is its own image/png output (GitHub drops data-URI images)
+    assert "Training finished" in final["text/plain"] and "PNG output below" in final["text/plain"]
+    plot = sink.handles[1].bundles[-1]
+    assert set(plot) == {"image/png", "text/plain"}
+    assert base64.b64decode(plot["image/png"]) == b"\x89PNG final"
     assert all(m.comm is None for m in models), "every model, layout and style is closed"
     renderer._button.click()  # after the end: ignored
     assert stops == [True]
 
 
 @pytest.mark.parametrize(
-    ("factory", "models"), [(ProgressBar, 3), (LiveLossPlot, 2), (Dashboard, 5)]
+    ("factory", "models"), [(ProgressBar, 3), (LiveLossPlot, 4), (Dashboard, 4)]
 )
 def test_callbacks_open_one_view_per_run_and_close_it(sink: FakeDisplay, monkeypatch, factory, models) -> None:
     monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
     model, _ = new_model()
     callback = factory(display="widget")
     model.fit(2, batches(40), batches(5, seed=1), callbacks=[callback])
-    assert len(sink.handles) == 1
+    has_plot = factory is not ProgressBar
+    assert len(sink.handles) == 1 + has_plot
     renderer = callback.renderer
     assert renderer.closed
     # Outside a real kernel no subshells are advertised: the Dashboard shows no controls.
     assert renderer.models_opened == models
     final = sink.handles[0].bundles[-1]
     assert "text/html" in final and "Training finished" in final["text/plain"]
-    assert ("data:image/png" in final["text/html"]) == (factory is not ProgressBar)
+    if has_plot:
+        png = base64.b64decode(sink.handles[1].bundles[-1]["image/png"])
+        assert png[:4] == b"\x89PNG" and png == callback.last_png
 
 
 def test_live_html_eval_phase_is_visibly_different_and_escaped() -> None:
@@ -158,6 +169,23 @@ def test_static_renderer_updates_through_one_display_id(sink: FakeDisplay) -> No
     final_only.open(view)
     final_only.finish(state.view(0.0, live_rows=None), None)
     assert len(sink.plain) == 1 and len(sink.handles) == 1
+
+
+def test_static_renderer_keeps_a_slot_for_the_plot_next_to_the_progress(sink: FakeDisplay) -> None:
+    state, view = _view()
+    renderer = StaticRenderer(frozenset({"progress", "table", "plot"}), live=True)
+    renderer.open(view)
+    assert len(sink.handles) == 2
+    assert sink.handles[1].bundles[0] == {"text/plain": PLOT_PENDING}
+    state.finish(0.0, "finished", "finished")
+    renderer.finish(state.view(0.0, live_rows=None), b"\x89PNG final")
+    assert base64.b64decode(sink.handles[1].bundles[-1]["image/png"]) == b"\x89PNG final"
+    assert "<img" not in sink.handles[0].bundles[-1]["text/html"]
+    final_only = StaticRenderer(frozenset({"plot"}), live=False)
+    final_only.open(view)
+    final_only.finish(state.view(0.0, live_rows=None), None)  # no PNG: a line says why, not a broken image
+    assert [set(b) for b in sink.plain] == [{"text/html", "text/plain"}, {"text/plain"}]
+    assert "could not be drawn" in sink.plain[1]["text/plain"]
 
 
 def test_snapshot_text_plain_is_meaningful() -> None:
@@ -213,8 +241,8 @@ def test_plot_frames_inline_and_in_the_helper_process(sink: FakeDisplay, monkeyp
         plot = LiveLossPlot(display="widget", clock=clock, plot_process=process)
         model.fit(2, batches(200), batches(5, seed=1), callbacks=[Ticker(clock, 0.05), plot])
         assert plot.last_png is not None and plot.last_png[:4] == b"\x89PNG"
-        final = sink.handles[-1].bundles[-1]["text/html"]
-        assert "data:image/png;base64," in final
+        final = sink.handles[-1].bundles[-1]
+        assert base64.b64decode(final["image/png"]) == plot.last_png
         if not process:
             assert plot.plot_frames >= 3  # 20 s of fake time, a frame every >= 2 s
         else:
@@ -234,4 +262,4 @@ def test_a_dying_plot_helper_falls_back_to_inline(sink: FakeDisplay, monkeypatch
         model.train(1, batches(300), callbacks=[Ticker(clock, 0.05), AtStep(100, kill), plot])
     assert plot.view().status == "finished"
     assert plot.last_png is not None and plot.last_png[:4] == b"\x89PNG"
-    assert "data:image/png;base64," in sink.handles[-1].bundles[-1]["text/html"]
+    assert base64.b64decode(sink.handles[-1].bundles[-1]["image/png"]) == plot.last_png

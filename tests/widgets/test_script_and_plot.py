@@ -12,7 +12,7 @@ import pytest
 
 from nbcallback.widgets import Dashboard, LiveLossPlot
 from nbcallback.widgets.clock import FakeClock
-from nbcallback.widgets.render_html import snapshot_bundle
+from nbcallback.widgets.render_html import plot_bundle, snapshot_bundle
 from nbcallback.widgets.state import TrainingState
 from tests.widgets.conftest import SEED, batches, new_model
 
@@ -111,9 +111,10 @@ def test_saved_snapshot_stays_small_for_any_number_of_epochs() -> None:
     png = plot.render(data, final=True)
     plot.close()
     view = state.view(clock(), live_rows=None, max_rows=200)
-    bundle = snapshot_bundle(view, frozenset({"progress", "table", "plot"}), png)
-    size = sum(len(v.encode()) for v in bundle.values())
+    bundle = snapshot_bundle(view, frozenset({"progress", "table", "plot"}), has_plot=True)
+    plot_output = plot_bundle(view, png)
+    size = sum(len(v.encode()) for b in (bundle, plot_output) for v in b.values())
     print(f"snapshot for 1000 epochs: {size} bytes (PNG {len(png)} bytes, {len(view.rows)} rows shown)")
     assert size <= 60_000
     assert "800 rows omitted" in bundle["text/html"]
-    assert base64.b64encode(png).decode() in bundle["text/html"]
+    assert plot_output["image/png"] == base64.b64encode(png).decode()

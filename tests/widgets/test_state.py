@@ -92,6 +92,53 @@ def test_eval_only_run_has_its_own_bar_and_eta() -> None:
     assert view.eta_total == pytest.approx(0.25)
 
 
+def test_a_stop_during_validation_keeps_the_eval_phase_and_step_in_the_final_view() -> None:
+    """The snapshot must show where the run stopped: eval step 14 of 40, not the finished train bar."""
+    from nbcallback.widgets import fmt
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=3, steps_per_epoch=100, has_validation=True, eval_steps=40)
+    _train_epoch(state, clock, 1, 100, 0.01, 0)
+    state.begin_eval(clock(), 40)
+    for k in range(1, 15):
+        clock.advance(0.01)
+        state.record_eval_steps(clock(), k)
+    state.end_eval(clock(), complete=False)
+    state.add_eval_row(clock(), {"accuracy": 0.5}, epoch=1, step=100, partial=True)
+    state.end_epoch(1, clock(), validated=True)
+    state.finish(clock(), "stopped", "stopped by user at epoch 1, step 100 (during validation, eval step 14)")
+    view = state.view(clock())
+    assert (view.phase, view.eval_step, view.eval_steps) == ("eval", 14, 40)
+    assert view.epochs_done == 1  # the training part of epoch 1 was complete
+    parts = fmt.progress_parts(view)
+    assert parts["steps"] == "14/40"
+    assert "<" not in parts["time"] and parts["eta_total"] == ""  # no ETA once the run has ended
+
+
+def test_a_complete_validation_returns_to_the_train_phase_and_the_next_epoch_clears_a_cut() -> None:
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=2, steps_per_epoch=10, has_validation=True, eval_steps=5)
+    step = _train_epoch(state, clock, 1, 10, 0.01, 0)
+    state.begin_eval(clock(), 5)
+    state.record_eval_steps(clock(), 5)
+    state.end_eval(clock(), complete=True)
+    state.end_epoch(1, clock(), validated=True)
+    assert state.view(clock()).phase == "train"
+    _train_epoch(state, clock, 2, 10, 0.01, step)
+    state.finish(clock(), "finished")
+    view = state.view(clock())
+    assert view.phase == "train" and view.step_in_epoch == 10
+    assert fmt_time(view) == "00:00"
+
+
+def fmt_time(view) -> str:
+    from nbcallback.widgets import fmt
+
+    return fmt.progress_parts(view)["time"]
+
+
 def test_smoothed_loss_is_bias_corrected_and_ignores_nan() -> None:
     clock = FakeClock()
     state = TrainingState(smoothing=0.9)
