@@ -5,8 +5,8 @@ Measures, on this machine:
 1. **Display overhead in a real kernel** -- the tutorial MLP (784-512-512-10,
    batch 64, SGD) on MNIST-shaped tensors, ``model.fit(EPOCHS, 938 steps,
    157 validation steps)``, run in an ipykernel through nbclient, alternating
-   "no display callback" / ProgressBar / LiveLossPlot / Dashboard /
-   Dashboard with the plot helper process, in rotating order, one run per
+   "no display callback" / ProgressBar / LiveLossPlot (default, forced
+   inline, forced helper process) / Dashboard, in rotating order, one run per
    cell.  Reported: median wall and CPU time per config, the median of the
    paired ratios to the run without callbacks, and the time the callback
    itself measured on the training thread (``display_seconds``: live refreshes
@@ -14,8 +14,9 @@ Measures, on this machine:
 2. **Front-end traffic** per run: iopub messages per second (average and
    1-second peak) and bytes per second during the live phase, plus the size of
    each run's saved cell and the widget models left in the saved notebook.
-3. **Plot frames**: time and size of a live frame (blitted), of a full redraw,
-   and of the final palette PNG, for 10 epochs x 938 steps of data.
+3. **Plot frames**: time and size of a live frame (blitted; "blit" includes
+   the frames that redraw the scale layer), of a full redraw, and of the final
+   palette PNG, for 10 epochs x 938 steps of data.
 4. **Hot path**: the cost of ``on_train_step_end`` on a step without a check.
 
 Run:  python benchmarks/widgets.py [--reps 5] [--epochs 1] [--json out.json]
@@ -180,6 +181,7 @@ def plot_benchmark(seed: int) -> dict:
         "blit_ms_median": 1000 * statistics.median(c for c, _ in blits),
         "blit_kb_max": max(s for _, s in blits) / 1024,
         "full_redraws": len(fulls),
+        "scale_layer_redraws": plot.scale_draws,
         "full_redraw_ms_median": 1000 * statistics.median(c for c, _ in fulls),
         "all_frames_ms_median": 1000 * statistics.median(c for c, _ in blits + fulls),
         "final_png_ms": 1000 * final_cost,

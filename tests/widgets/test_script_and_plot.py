@@ -118,3 +118,31 @@ def test_saved_snapshot_stays_small_for_any_number_of_epochs() -> None:
     assert size <= 60_000
     assert "800 rows omitted" in bundle["text/html"]
     assert plot_output["image/png"] == base64.b64encode(png).decode()
+
+
+def test_new_ranges_and_legend_entries_redraw_only_the_scale_layer() -> None:
+    """The first evaluation point (new panel title, legend entry, y-range) must not cost a full redraw."""
+    import math
+
+    from nbcallback.widgets.plot import LossPlot
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=2, steps_per_epoch=500, has_validation=True, eval_steps=50)
+    state.begin_epoch(1, clock())
+    plot = LossPlot()
+    frames = []
+    for step in range(100, 501, 100):
+        clock.advance(1.0)
+        state.record_steps(clock(), step, [2.3 * math.exp(-(step - 100 + i) / 300) for i in range(100)])
+        frames.append(plot.render(state.plot_data()))
+    blitted = plot.frames - plot.scale_draws
+    assert plot.full_draws == 1 and blitted >= 1  # live frames reuse both layers
+    state.add_eval_row(clock(), {"accuracy": 0.9, "eval_loss": 0.4}, epoch=1, step=500)
+    state.end_epoch(1, clock(), validated=True)
+    scales = plot.scale_draws
+    final = plot.render(state.plot_data(), final=True)
+    assert plot.full_draws == 1, "a new title, legend entry and y-range must not redraw the static layer"
+    assert plot.scale_draws == scales + 1
+    assert final != frames[-1] and final[:8] == b"\x89PNG\r\n\x1a\n"
+    plot.close()
