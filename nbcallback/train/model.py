@@ -96,6 +96,12 @@ class Model:
             ``None`` picks the device the network already lives on, else CUDA when
             available, else the CPU. The network is moved there; batches are moved
             step by step without blocking.
+        compile: ``True`` compiles ``network``'s forward with ``torch.compile``
+            (``nn.Module.compile``: in place, so parameter names and checkpoints
+            stay the same); a dict passes its options (``{"backend": "eager"}``,
+            ``{"mode": "max-autotune"}``). The first steps pay the compilation.
+            An nbcallback extension; off by default, because on a small CPU model
+            compiling costs more than it saves.
         **kwargs: MindSpore's ``loss_scale_manager``, ``keep_batchnorm_fp32``,
             ``boost_config_dict`` and ``acc_level`` are accepted and have no effect.
 
@@ -127,6 +133,7 @@ class Model:
         amp_level: str = "O0",
         boost_level: str = "O0",
         device: str | torch.device | None = None,
+        compile: bool | Mapping[str, Any] = False,  # noqa: A002 - the name torch users know
         **kwargs: Any,
     ) -> None:
         for key in kwargs:
@@ -158,6 +165,11 @@ class Model:
             )
         if boost_level != "O0":
             raise ValueError(f"For 'Model', only boost_level='O0' is available in nbcallback, but got {boost_level!r}.")
+        if not isinstance(compile, (bool, Mapping)):
+            raise TypeError(
+                "For 'Model', 'compile' must be True/False or a dict of torch.compile options "
+                f"(e.g. {{'backend': 'eager'}}), but got {type(compile).__name__}."
+            )
 
         self._network = network
         self._loss_fn = loss_fn
@@ -169,6 +181,10 @@ class Model:
         network.to(self._device)
         if optimizer is not None:
             _check_optimizer_covers(network, optimizer)
+        if compile is not False:
+            # In place (Module.compile), before any DDP wrapping: the module, its
+            # parameters and its state_dict keys stay the user's.
+            network.compile(**({} if compile is True else dict(compile)))
 
         self._parallel = distributed.ParallelContext.detect()
         autocast, scaler = _amp(self._amp_level, self._device)
