@@ -46,6 +46,7 @@ _STATUS_COLORS = {
 _STATUS_MARKS = {"finished": "✔", "stopped": "■", "error": "✖", "interrupted": "✖"}
 
 PARTS = frozenset({"progress", "table", "plot", "controls"})
+_LIVE_TABLE = "border-collapse:separate;border-spacing:12px 0;margin-left:-12px"
 
 
 def _esc(text: object) -> str:
@@ -100,7 +101,7 @@ def _status_line(view: View, hint: str = "") -> str:
     return f"<div>{line}</div>"
 
 
-def _table(view: View, rows: Iterable[object] | None = None) -> str:
+def _table(view: View, rows: Iterable[object] | None = None, live: bool = False) -> str:
     header = fmt.table_header(view)
     chosen = list(view.rows if rows is None else rows)
     if not chosen:
@@ -115,7 +116,10 @@ def _table(view: View, rows: Iterable[object] | None = None) -> str:
     if view.rows_total > len(chosen) + view.rows_omitted:
         caption = f'<caption style="caption-side:bottom;opacity:.65;text-align:left">last {len(chosen)} of {view.rows_total} evaluations</caption>'
     return (
-        '<table style="border-collapse:collapse;text-align:right;margin-top:4px;font-variant-numeric:tabular-nums" '
+        # The live HTML widget gets no table styles from the front end (its cells would touch),
+        # so it spaces the columns itself; a rendered output uses the front end's table style.
+        f'<table style="{_LIVE_TABLE if live else "border-collapse:collapse"};text-align:right;margin-top:4px;'
+        'font-variant-numeric:tabular-nums" '
         f'cellpadding="2">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     )
 
@@ -127,7 +131,7 @@ def live_html(view: View, parts: frozenset[str], hint: str = "") -> str:
         blocks.append(_progress_block(view))
     blocks.append(_status_line(view, hint))
     if "table" in parts:
-        blocks.append(_table(view))
+        blocks.append(_table(view, live=True))
     return f'<div style="{_FONT}">{"".join(blocks)}</div>'
 
 
