@@ -7,8 +7,8 @@ Why it is built this way:
   20 figures" leak, nothing left open after the run (livelossplot creates a new
   pyplot figure per update).
 * **Blitting, in two layers.**  Text is most of matplotlib's drawing time, so
-  it is drawn as rarely as possible.  The *static* layer (frame, x-axis, grid
-  lines of x, titles, epoch marks) is drawn once per figure; the *scale* layer
+  it is drawn as rarely as possible.  The *static* layer (frames, x-axes with
+  their grid lines, epoch marks, the x label) is drawn once per figure; the *scale* layer
   (titles, y-axes and legends, the only decorations that change during a run)
   is drawn on top of a copy of it when a y-range must change (with
   hysteresis) or a legend gets a new entry; a frame restores the scale layer
@@ -316,10 +316,10 @@ class LossPlot:
             if len(line.get_xdata()):
                 self._axes[panel].draw_artist(line)
         self.frames += 1
-        return self._png(canvas, final)
+        return self._png(canvas)
 
     def _draw_scales(self, canvas: Any) -> None:
-        """The scale layer (y-axes and legends) over a fresh copy of the static layer."""
+        """The scale layer (titles, y-axes, legends) over a fresh copy of the static layer."""
         canvas.restore_region(self._static)
         for ax in self._axes:
             ax.draw_artist(ax.title)
@@ -330,7 +330,7 @@ class LossPlot:
         self._background = canvas.copy_from_bbox(self._fig.bbox)
         self.scale_draws += 1
 
-    def _png(self, canvas: Any, final: bool) -> bytes:
+    def _png(self, canvas: Any) -> bytes:
         """Encode the canvas.  A 64-colour palette (fast octree) is both faster to
         encode than RGB and about 3x smaller (12 vs 35 KB); line plots on a white
         background lose nothing visible.  zlib level 6 for every frame: level 9

@@ -14,9 +14,8 @@
     by a static HTML snapshot with a meaningful ``text/plain``, the second by
     the final plot as an ``image/png`` output (which GitHub renders, unlike a
     data-URI image inside HTML); then every model (widgets, their layout and
-    style models) is closed, so
-    a saved notebook holds no widget state of ours and shows the final state on
-    GitHub, nbviewer, VS Code and nbconvert.  The heavy traits are blanked
+    style models) is closed, so a saved notebook holds no widget state of ours
+    and shows the final state on GitHub, nbviewer, VS Code and nbconvert.  The heavy traits are blanked
     before closing, because some clients (nbclient 0.11) keep the last state of
     closed models in the notebook they save.
 
