@@ -434,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="leave Lightning and Keras out even when installed")
     parser.add_argument("--seed", type=int, default=0, help="first seed; round r uses seed + r")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per process")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --only: replace just those comparisons in the existing JSON report (the others "
+                             "and their metadata stay; the update is recorded under meta.updates)")
     args = parser.parse_args(argv)
     if args.quick and "--rounds" not in " ".join(argv if argv is not None else sys.argv[1:]):
         args.rounds = 1
@@ -489,6 +492,13 @@ def main(argv: list[str] | None = None) -> int:
     meta["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
     meta["loadavg_end"] = loadavg()
     report = {"meta": meta, "comparisons": comparisons}
+    if args.merge and json_path and json_path.exists():
+        previous = json.loads(json_path.read_text())
+        update = {k: meta[k] for k in ("started", "finished", "command", "rounds", "loadavg_start", "loadavg_end")}
+        update["comparisons"] = sorted(comparisons)
+        previous["meta"].setdefault("updates", []).append(update)
+        previous["comparisons"].update(comparisons)
+        report = previous
     print()
     print(table(report))
     print()

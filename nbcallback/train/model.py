@@ -610,6 +610,20 @@ class Model:
         parallel = self._parallel
         step_begin = manager.on_eval_step_begin if manager.has_hook("on_eval_step_begin") else None
         step_end = manager.on_eval_step_end if manager.has_hook("on_eval_step_end") else None
+        # Skip the per-batch loss when nothing can see it (no loss metric, no eval_loss, no step
+        # hook reading net_outputs); the last batch's loss is filled in after the loop, so
+        # net_outputs at on_eval_epoch_end/on_eval_end is what it always is.
+        skip_loss = (
+            type(eval_network) is WithEvalCell  # not a subclass: its forward may do more
+            and indexes == (0, 1, 2)
+            and eval_network.loss_fn is not None
+            and loss_mean is None
+            and step_begin is None
+            and step_end is None
+            and not any(isinstance(metric, Loss) for metric in metric_fns.values())
+        )
+        forward = eval_network.without_loss if skip_loss else eval_network
+        outputs: Any = None
         cur_step = 0
         was_training = self._network.training
         eval_network.eval()
@@ -624,7 +638,7 @@ class Model:
                     cb_params["eval_dataset_element"] = inputs
                     if step_begin is not None:
                         step_begin(run_context)
-                    outputs = eval_network(*inputs)
+                    outputs = forward(*inputs)
                     if not isinstance(outputs, tuple):
                         outputs = (outputs,)
                     cb_params["net_outputs"] = outputs
@@ -635,6 +649,8 @@ class Model:
                         loss_mean.update(outputs[indexes[0]])  # type: ignore[index]
                     if run_context._stop_requested:
                         break
+                if skip_loss and outputs is not None:
+                    cb_params["net_outputs"] = (eval_network.loss_of(outputs[1], outputs[2]), outputs[1], outputs[2])
                 manager.on_eval_epoch_end(run_context)
                 _reset(dataset)
                 metrics = parallel.reduce_metrics(metric_fns)

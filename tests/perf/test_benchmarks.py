@@ -46,6 +46,28 @@ def test_quick_run_writes_json_and_png(mnist_root, tmp_path):
     assert "| train |" in proc.stdout
 
 
+def test_merge_replaces_only_the_comparisons_run(mnist_root, tmp_path):
+    sys.path.insert(0, str(REPO))
+    from benchmarks import run
+
+    runs = {v: [{"value": x, "unit": "s", "build_s": 0.15} for x in values]
+            for v, values in {"pipeline_bare": [0.10, 0.11], "pipeline": [0.08, 0.09]}.items()}
+    kept = json.loads(json.dumps(run.analyse("pipeline", run.COMPARISONS["pipeline"], runs)))
+    report_path = tmp_path / "report.json"
+    report_path.write_text(json.dumps({"meta": {"command": "earlier full run"}, "comparisons": {"pipeline": kept}}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", "import", "--merge", "--data", str(mnist_root),
+         "--json", str(report_path), "--png", "-"],
+        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    assert report["comparisons"]["pipeline"] == kept  # untouched
+    assert "import_nbcallback" in report["comparisons"]["import"]["variants"]
+    assert report["meta"]["command"] == "earlier full run"
+    assert report["meta"]["updates"][0]["comparisons"] == ["import"]
+
+
 def test_analysis_table_and_chart_from_synthetic_runs(tmp_path):
     sys.path.insert(0, str(REPO))
     from benchmarks import run
