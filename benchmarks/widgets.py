@@ -75,12 +75,13 @@ def run(name, rep):
 """
 
 
-def kernel_benchmark(reps: int, epochs: int, steps: int, eval_steps: int, seed: int) -> dict:
+def kernel_benchmark(reps: int, epochs: int, steps: int, eval_steps: int, seed: int,
+                     configs: tuple[str, ...] = CONFIGS) -> dict:
     import nbformat
 
     from tests.widgets._kernel import make_notebook, run_notebook, traffic_stats
 
-    order = list(CONFIGS)
+    order = list(configs)
     cells = [f"for name in {order!r}:\n    run(name, -1)"]  # warm-up: imports, first figure, caches
     plan = []
     for rep in range(reps):
@@ -98,23 +99,24 @@ def kernel_benchmark(reps: int, epochs: int, steps: int, eval_steps: int, seed: 
     text = "".join(o.get("text", "") for o in saved.cells[-1].outputs if o.get("output_type") == "stream")
     results = json.loads(text.split("RESULTS=", 1)[1])
     results = [r for r in results if r["rep"] >= 0]
-    traffic: dict[str, list[dict]] = {name: [] for name in CONFIGS}
+    traffic: dict[str, list[dict]] = {name: [] for name in configs}
     for index, (name, _rep) in enumerate(plan):
         cell_index = index + 2  # setup, warm-up
         stats = traffic_stats(client.cell_messages(cell_index))
         stats["saved_cell_bytes"] = len(json.dumps(saved.cells[cell_index]))
         traffic[name].append(stats)
     widget_state = saved.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
-    return {"runs": results, "traffic": traffic, "saved_notebook_bytes": saved_bytes,
+    return {"configs": list(configs), "runs": results, "traffic": traffic, "saved_notebook_bytes": saved_bytes,
             "widget_models_saved": len(widget_state.get("state", {}))}
 
 
 def summarize_kernel(data: dict) -> dict:
     runs = data["runs"]
-    by = {name: [r for r in runs if r["config"] == name] for name in CONFIGS}
+    configs = data.get("configs", CONFIGS)
+    by = {name: [r for r in runs if r["config"] == name] for name in configs}
     base = {r["rep"]: r for r in by["none"]}
     summary = {}
-    for name in CONFIGS:
+    for name in configs:
         walls = [r["wall"] for r in by[name]]
         cpus = [r["cpu"] for r in by[name]]
         paired_wall = [r["wall"] / base[r["rep"]]["wall"] for r in by[name] if r["rep"] in base]
@@ -233,6 +235,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--skip-kernel", action="store_true", help="only the in-process measurements")
+    parser.add_argument("--configs", default=",".join(CONFIGS),
+                        help=f"comma-separated kernel configurations, 'none' first (default: {','.join(CONFIGS)})")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     print(f"seed={args.seed} reps={args.reps} epochs={args.epochs} steps={args.steps} eval_steps={args.eval_steps}")
@@ -242,7 +246,11 @@ def main() -> None:
     out["plot"] = plot_benchmark(args.seed)
     print("plot:", json.dumps(out["plot"], indent=1))
     if not args.skip_kernel:
-        data = kernel_benchmark(args.reps, args.epochs, args.steps, args.eval_steps, args.seed)
+        configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
+        unknown = [c for c in configs if c not in CONFIGS]
+        if unknown or not configs or configs[0] != "none":
+            parser.error(f"--configs: choose from {','.join(CONFIGS)}, starting with 'none' (got {args.configs!r})")
+        data = kernel_benchmark(args.reps, args.epochs, args.steps, args.eval_steps, args.seed, configs)
         out["kernel"] = summarize_kernel(data)
         out["saved_notebook_bytes"] = data["saved_notebook_bytes"]
         out["widget_models_saved"] = data["widget_models_saved"]

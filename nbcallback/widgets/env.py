@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Any, Mapping, TextIO
 
-__all__ = ["DISPLAY_MODES", "ENV_VAR", "resolve_display", "in_notebook_kernel", "kernel_supports_subshells"]
+__all__ = ["DISPLAY_MODES", "ENV_VAR", "resolve_display", "in_notebook_kernel", "kernel_supports_subshells", "usable_cpus"]
 
 #: What ``display=`` accepts.  ``'final'`` shows nothing live and only the final
 #: snapshot (docs builds: one HTML+PNG per run, no widget state at all).
@@ -154,3 +154,41 @@ def describe_frontend_support(mode: str, background: bool, subshells: bool) -> d
         "For a Stop button and lr control here, use nbcallback.widgets.run_in_background(...) "
         "or ipykernel ≥ 7 with JupyterLab ≥ 4.4.",
     }
+
+
+def usable_cpus(cgroup_root: str = "/sys/fs/cgroup") -> int:
+    """CPUs this process may really use: its affinity mask, capped by a cgroup CPU quota.
+
+    Containers (Binder, Kubernetes, ``docker --cpus``) often show every host
+    CPU in ``os.cpu_count()`` and the affinity mask while a quota allows one or
+    two; a plot helper process would then compete with training for that
+    quota.  cgroup v2 ``cpu.max`` and v1 ``cpu.cfs_quota_us`` are read.
+    """
+    try:
+        count = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        count = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota(cgroup_root)
+    if quota is not None:
+        count = min(count, max(1, int(quota)))
+    return count
+
+
+def _cgroup_cpu_quota(root: str) -> float | None:
+    """The cgroup's CPU quota in CPUs (1.5 = one and a half), or None when unlimited or unknown."""
+    try:
+        with open(os.path.join(root, "cpu.max")) as handle:  # cgroup v2: "max 100000" or "150000 100000"
+            fields = handle.read().split()
+        if len(fields) == 2 and fields[0] != "max" and int(fields[1]) > 0:
+            return int(fields[0]) / int(fields[1])
+        return None
+    except (OSError, ValueError):
+        pass
+    try:  # cgroup v1
+        with open(os.path.join(root, "cpu", "cpu.cfs_quota_us")) as handle:
+            quota = int(handle.read())
+        with open(os.path.join(root, "cpu", "cpu.cfs_period_us")) as handle:
+            period = int(handle.read())
+    except (OSError, ValueError):
+        return None
+    return quota / period if quota > 0 and period > 0 else None

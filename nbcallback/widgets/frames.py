@@ -4,8 +4,9 @@
 refresh it hands back a new PNG when one is ready, and at the end it produces
 the final frame (waiting for the helper, or drawing inline when the helper is
 not available).  Live frames are throttled by a :class:`~nbcallback.widgets.clock.Throttle`
-(at most every ``interval`` seconds, the first one after ``interval`` seconds
-of the run); inline frames also respect its time budget.
+(at most every ``interval`` seconds; the first one after ``interval`` seconds
+of the run inline, after half a second with the helper); inline frames also
+respect its time budget.
 """
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from nbcallback.widgets.clock import Throttle
 from nbcallback.widgets.state import TrainingState
 
 __all__ = ["FrameSource"]
+
+#: Seconds into a run before the first live frame is requested from the helper process.
+_HELPER_FIRST_FRAME = 0.5
 
 
 class FrameSource:
@@ -45,6 +49,10 @@ class FrameSource:
         if live and use_process:
             from nbcallback.widgets.plot_worker import PlotWorker
 
+            # Off the training thread the first frame costs training nothing, so ask
+            # for it early: the helper's start-up (~0.7 s, more on a busy machine)
+            # then does not leave a short run without any live frame.
+            self.throttle = Throttle(interval, budget, first_delay=min(interval, _HELPER_FIRST_FRAME))
             try:
                 self.worker = PlotWorker(self.options)
             except OSError as exc:

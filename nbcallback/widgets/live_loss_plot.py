@@ -19,10 +19,11 @@ class LiveLossPlot(LiveCallback):
     Lines are decimated to at most ``max_points`` points (min/max, so spikes
     stay visible).  Frames are rendered with matplotlib's Agg canvas into a
     private figure (no pyplot state) at most every ``plot_interval`` seconds
-    and once more at the end.  On machines with 4 or more CPUs live frames are
-    drawn in a helper process (``plot_process``), so training only pays for
-    handing over at most ``max_points`` points per line; otherwise they are
-    drawn inline and limited to ``plot_budget`` of the wall time.
+    and once more at the end.  When the process may use 2 or more CPUs the
+    frames are drawn in a helper process (``plot_process``), so training only
+    pays for handing over at most ``max_points`` points per line; with a
+    single CPU they are drawn inline and limited to ``plot_budget`` of the
+    wall time.
 
     Args:
         display: see :class:`~nbcallback.widgets.base.LiveCallback`; in a

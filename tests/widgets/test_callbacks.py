@@ -296,3 +296,24 @@ def test_callbacks_pickle_without_their_run() -> None:
     assert isinstance(clone, ProgressBar) and clone.display == "off"
     model.train(1, batches(5), callbacks=[clone])
     assert clone.view().status == "finished"
+
+
+def test_usable_cpus_honours_cgroup_quotas(tmp_path) -> None:
+    """A container's CPU quota caps the count that decides whether a plot helper process is worth it."""
+    from nbcallback.widgets.env import usable_cpus
+
+    visible = usable_cpus(str(tmp_path / "nothing"))  # no cgroup files: the affinity mask
+    assert visible >= 1
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cpu.max").write_text("150000 100000\n")  # 1.5 CPUs -> 1 whole CPU to plan with
+    assert usable_cpus(str(v2)) == 1
+    (v2 / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(str(v2)) == visible
+    v1 = tmp_path / "v1" / "cpu"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.cfs_quota_us").write_text("100000\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert usable_cpus(str(tmp_path / "v1")) == 1
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+    assert usable_cpus(str(tmp_path / "v1")) == visible
