@@ -183,21 +183,24 @@ def test_dashboard_lr_reaches_optimizer_and_stop_ends_run_within_one_second(
     applied = nb.poll("dashboard", lambda r: f"lr set to {LR_TEXT} at step" in (r["statusLine"] or ""), 60,
                       what=f"'lr set to {LR_TEXT}'", while_running=True)
 
-    # Two different live plot frames (different blob URLs and different PNG bytes), then Stop.
+    # A live plot frame in the dashboard (the plot test checks that frames change), then Stop
+    # while the run still has epochs to go: the cell trains 10 short epochs (~6 s), so waiting
+    # for more frames would leave too little of the run on a loaded machine.
     # The live text is refreshed at most 4 times a second and within a small time budget, so
     # on a loaded machine most readings come from epoch ends and validations: any phase will do.
     digests: dict[str, str | None] = {}
 
-    def two_frames(r: dict[str, Any]) -> bool:
+    def a_frame(r: dict[str, Any]) -> bool:
         for img in harness.plot_images(r, widget=True):
             if not digests.get(img["src"]):  # again if a newer frame revoked the URL mid-read
                 digests[img["src"]] = nb.image_digest(img["src"])
-        return len({d for d in digests.values() if d}) >= 2 and r["live"]
+        return any(digests.values()) and r["live"]
 
-    nb.poll("dashboard", two_frames, 300, what="two different live plot frames", while_running=True)
+    nb.poll("dashboard", a_frame, 300, what="a live plot frame", while_running=True)
     nb.screenshot("dashboard", artifacts / "05-dashboard-live.png")
-    before = nb.poll("dashboard", lambda r: r["live"] and harness.steps_shown(r, steps_per_epoch) is not None, 60,
-                     what="a live reading", while_running=True)
+    # Click in the second epoch or later, so the stop lands after a validation (a table row exists).
+    before = nb.poll("dashboard", lambda r: r["live"] and (harness.steps_shown(r, steps_per_epoch) or 0) > steps_per_epoch,
+                     60, what="a live reading past the first epoch", while_running=True)
     shown_step = harness.steps_shown(before, steps_per_epoch)
     assert shown_step is not None
 
