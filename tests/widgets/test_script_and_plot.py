@@ -146,3 +146,13 @@ def test_new_ranges_and_legend_entries_redraw_only_the_scale_layer() -> None:
     assert plot.scale_draws == scales + 1
     assert final != frames[-1] and final[:8] == b"\x89PNG\r\n\x1a\n"
     plot.close()
+
+
+def test_tick_labels_stand_on_their_own() -> None:
+    """The axes are drawn without matplotlib's offset text, so each label must carry its full value."""
+    from nbcallback.widgets.plot import _step_label, _value_label
+
+    assert [_value_label(v) for v in (0.0, 0.875, 1.6, 2.4, 0.0001234, 12345.0)] == [
+        "0", "0.875", "1.6", "2.4", "0.000123", "1.23e+04"]
+    assert [_step_label(v) for v in (0, 500, 9999, 12500, 250000, 2_000_000)] == [
+        "0", "500", "9999", "12.5k", "250k", "2M"]
