@@ -101,7 +101,8 @@ class RecordingClient(NotebookClient):
     def __init__(self, nb: nbformat.NotebookNode, forget_closed: bool = True, **kwargs: Any) -> None:
         super().__init__(nb, **kwargs)
         self.forget_closed = forget_closed
-        self.messages: list[tuple[float, str, int, int]] = []
+        #: (monotonic time, msg_type, bytes, cell index, binary buffers)
+        self.messages: list[tuple[float, str, int, int, int]] = []
         self.opened: dict[str, str] = {}
         self.closed: set[str] = set()
         self.stock_state: dict[str, Any] = {}
@@ -110,7 +111,8 @@ class RecordingClient(NotebookClient):
     def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
         msg_type = msg["msg_type"]
         if msg_type not in ("status", "execute_input"):
-            self.messages.append((time.monotonic(), msg_type, message_bytes(msg), cell_index))
+            buffers = len(msg.get("buffers") or ())
+            self.messages.append((time.monotonic(), msg_type, message_bytes(msg), cell_index, buffers))
         if msg_type == "comm_open":
             state = msg["content"].get("data", {}).get("state", {})
             self.opened[msg["content"]["comm_id"]] = state.get("_model_name", "?")
@@ -128,7 +130,7 @@ class RecordingClient(NotebookClient):
                 self.widget_buffers.pop(comm_id, None)
         super().set_widgets_metadata()
 
-    def cell_messages(self, cell_index: int) -> list[tuple[float, str, int, int]]:
+    def cell_messages(self, cell_index: int) -> list[tuple[float, str, int, int, int]]:
         """The recorded messages of one cell."""
         return [m for m in self.messages if m[3] == cell_index]
 
@@ -147,7 +149,7 @@ def run_notebook(
     return client, path
 
 
-def traffic_stats(messages: list[tuple[float, str, int, int]]) -> dict[str, Any]:
+def traffic_stats(messages: list[tuple[float, str, int, int, int]]) -> dict[str, Any]:
     """Counts, bytes and rates of a cell's messages.
 
     The *live* window runs from the first display to the final
@@ -157,8 +159,8 @@ def traffic_stats(messages: list[tuple[float, str, int, int]]) -> dict[str, Any]
     if not messages:
         return {"count": 0}
     by_type: dict[str, int] = {}
-    for _, msg_type, _, _ in messages:
-        by_type[msg_type] = by_type.get(msg_type, 0) + 1
+    for message in messages:
+        by_type[message[1]] = by_type.get(message[1], 0) + 1
     times = [m[0] for m in messages]
     first_display = next((m[0] for m in messages if m[1] == "display_data"), times[0])
     final = [m[0] for m in messages if m[1] == "update_display_data"]
