@@ -8,11 +8,11 @@ tests run in file order and drive only the cells they need:
 1. ProgressBar ``fit(3)``: the bar advances while training runs, then ends at
    100 % with the finished status.
 2. LiveLossPlot ``fit(4)``: the live image changes during training, then the
-   static snapshot (a PNG data URI) replaces it.
+   static snapshot replaces it (the final plot as its own image/png output).
 3. Dashboard ``fit(10)``: a learning rate typed in the lr box reaches the
-   optimizer (the next cell prints it), the live plot shows two different
-   frames, and Stop ends the run within one second with the stopped state and
-   the step it stopped at.
+   optimizer (the next cell prints it), the live plot shows a frame, and Stop
+   (clicked after the first epoch) ends the run within one second with the
+   stopped state and the step it stopped at.
 4. ProgressBar ``fit(10)`` and the kernel's interrupt button: graceful
    "stopped by user" state, and the next cell runs.
 5. Save, shut the kernel down, reload the page: the saved notebook shows the
