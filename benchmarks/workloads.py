@@ -456,22 +456,25 @@ def eval_bare_loss(args: argparse.Namespace) -> dict[str, Any]:
     return _eval_bare(args, with_loss=True)
 
 
-def _eval_bare(args: argparse.Namespace, with_loss: bool) -> dict[str, Any]:
-    """The bare loop's fit: per epoch 2 training steps, then accuracy over the 10,000 test images.
+def _timed_eval_passes(args: argparse.Namespace, make_evaluate: Callable[..., Callable[[Any], dict[str, Any]]]
+                       ) -> dict[str, Any]:
+    """Per repeat: 2 plain training steps, then one timed ``evaluate(batches)``.
 
-    The evaluation pass (timed) is batches of 64 under ``torch.no_grad()``
-    with ``network.eval()``; median of 7 epochs. The training steps are there
-    so both sides evaluate in the same state (same data loaded, same weights
-    touched by SGD), as ``eval_nbcallback`` does inside ``Model.fit``.
+    ``make_evaluate(network, loss_fn, optimizer)`` builds ``evaluate`` once,
+    outside the timed passes.
+
+    The training steps are there so every side evaluates in the same state
+    (same data loaded, same weights touched by SGD), as ``eval_nbcallback``
+    does inside ``Model.fit``.  Median of 7 passes; the last pass's results
+    are returned with it.
     """
-    import torch
-
     x, y = mnist_tensors(args.data, "train")
     images, labels = mnist_tensors(args.data, "test")
     network, loss_fn, optimizer = build(args.seed)
     train = GatherBatches(x, y, args.seed, limit=2)
     batches = EvalBatches(images, labels)
-    times, accuracy = [], 0.0
+    evaluate = make_evaluate(network, loss_fn, optimizer)
+    times, results = [], {}
     for _ in range(_eval_repeats(args)):
         network.train()
         for xb, yb in train:
@@ -480,23 +483,39 @@ def _eval_bare(args: argparse.Namespace, with_loss: bool) -> dict[str, Any]:
             loss.backward()
             optimizer.step()
         started = time.perf_counter()
-        network.eval()
-        correct = torch.zeros((), dtype=torch.int64)
-        total_loss = torch.zeros(())
-        with torch.no_grad():
-            if with_loss:
-                for xb, yb in batches:
-                    logits = network(xb)
-                    total_loss += loss_fn(logits, yb)
-                    correct += (logits.argmax(1) == yb).sum()
-            else:
-                for xb, yb in batches:
-                    correct += (network(xb).argmax(1) == yb).sum()
-        accuracy = float(correct) / len(labels)
-        mean_loss = float(total_loss) / len(batches)
+        results = evaluate(batches)
         times.append(time.perf_counter() - started)
-    return {"value": statistics.median(times), "unit": "s", "passes": times, "accuracy": accuracy,
-            "eval_loss": mean_loss if with_loss else None}
+    return {"value": statistics.median(times), "unit": "s", "passes": times, **results}
+
+
+def _eval_bare(args: argparse.Namespace, with_loss: bool) -> dict[str, Any]:
+    """The bare loop: accuracy (and the mean loss) over the 10,000 test images.
+
+    Batches of 64 under ``torch.no_grad()`` with ``network.eval()``, timed by
+    :func:`_timed_eval_passes`.
+    """
+    import torch
+
+    def make_evaluate(network, loss_fn, _optimizer):
+        def evaluate(batches) -> dict[str, Any]:
+            network.eval()
+            correct = torch.zeros((), dtype=torch.int64)
+            total_loss = torch.zeros(())
+            with torch.no_grad():
+                if with_loss:
+                    for xb, yb in batches:
+                        logits = network(xb)
+                        total_loss += loss_fn(logits, yb)
+                        correct += (logits.argmax(1) == yb).sum()
+                else:
+                    for xb, yb in batches:
+                        correct += (network(xb).argmax(1) == yb).sum()
+            return {"accuracy": float(correct) / len(batches.labels),
+                    "eval_loss": float(total_loss) / len(batches) if with_loss else None}
+
+        return evaluate
+
+    return _timed_eval_passes(args, make_evaluate)
 
 
 @variant("eval_nbcallback")
@@ -537,32 +556,15 @@ def eval_nbcallback(args: argparse.Namespace) -> dict[str, Any]:
 
 @variant("eval_model")
 def eval_model(args: argparse.Namespace) -> dict[str, Any]:
-    """``Model.eval`` (metrics ``{'accuracy'}``) of the 10,000 test images: the same work as ``eval_bare``.
-
-    Same protocol as the bare loop: per repeat, 2 plain training steps, then
-    one timed pass; median of 7.
-    """
+    """``Model.eval`` (metrics ``{'accuracy'}``) of the 10,000 test images: the same work as ``eval_bare``."""
     ensure_repo_on_path()
     from nbcallback.train import Model
 
-    x, y = mnist_tensors(args.data, "train")
-    images, labels = mnist_tensors(args.data, "test")
-    network, loss_fn, optimizer = build(args.seed)
-    model = Model(network, loss_fn=loss_fn, optimizer=optimizer, metrics={"accuracy"})
-    train = GatherBatches(x, y, args.seed, limit=2)
-    batches = EvalBatches(images, labels)
-    times, accuracy = [], 0.0
-    for _ in range(_eval_repeats(args)):
-        network.train()
-        for xb, yb in train:
-            loss = loss_fn(network(xb), yb)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        started = time.perf_counter()
-        accuracy = model.eval(batches)["accuracy"]
-        times.append(time.perf_counter() - started)
-    return {"value": statistics.median(times), "unit": "s", "passes": times, "accuracy": accuracy}
+    def make_evaluate(network, loss_fn, optimizer):
+        model = Model(network, loss_fn=loss_fn, optimizer=optimizer, metrics={"accuracy"})
+        return lambda batches: {"accuracy": model.eval(batches)["accuracy"]}
+
+    return _timed_eval_passes(args, make_evaluate)
 
 
 # --------------------------------------------------------------------------- imports

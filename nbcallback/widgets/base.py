@@ -50,11 +50,6 @@ __all__ = ["LiveCallback"]
 _DISCARD = collections.deque(maxlen=0).append  # a C-level no-op "append"
 
 
-def _spare_cores(minimum: int) -> bool:
-    """Whether this process may use at least ``minimum`` CPUs (affinity and cgroup quota aware)."""
-    return usable_cpus() >= minimum
-
-
 def _dataset_steps(dataset: Any) -> int | None:
     """Steps per pass of ``dataset`` (as Model counts them), or None."""
     if dataset is None:
@@ -185,7 +180,7 @@ class LiveCallback(Callback):
         self.refresh_interval = refresh_interval
         self.plot_interval = float(plot_interval)
         self.plot_budget = float(plot_budget)
-        self.plot_process = _spare_cores(2) if plot_process is None else bool(plot_process)
+        self.plot_process = usable_cpus() >= 2 if plot_process is None else bool(plot_process)
         self.log_interval = float(log_interval)
         self.live_rows = int(live_rows)
         self.max_rows = int(max_rows)

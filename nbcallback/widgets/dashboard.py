@@ -1,9 +1,6 @@
 """``Dashboard``: progress, loss plot and metrics table together, with Stop and lr controls."""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Mapping, Sequence
-
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
 
 __all__ = ["Dashboard"]
@@ -50,16 +47,3 @@ class Dashboard(LiveLossPlot):
     """
 
     _PARTS = frozenset({"progress", "table", "plot", "controls"})
-
-    def __init__(
-        self,
-        display: str = "auto",
-        *,
-        save_path: str | Path | None = None,
-        groups: Mapping[str, Sequence[str]] | None = None,
-        width: float = 9.0,
-        height: float = 3.0,
-        dpi: int = 80,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(display, save_path=save_path, groups=groups, width=width, height=height, dpi=dpi, **kwargs)

@@ -40,7 +40,11 @@ class FrameSource:
     def __init__(self, options: dict[str, Any], live: bool, use_process: bool, interval: float, budget: float) -> None:
         self.options = dict(options)
         self.live = live
-        self.throttle = Throttle(interval, budget, first_delay=interval)
+        # Off the training thread the first frame costs training nothing, so ask the
+        # helper for it early: its start-up (~0.7 s, more on a busy machine) then
+        # does not leave a short run without any live frame.
+        first_delay = min(interval, _HELPER_FIRST_FRAME) if live and use_process else interval
+        self.throttle = Throttle(interval, budget, first_delay=first_delay)
         self.worker: Any = None
         self.inline: Any = None
         self.version = -1
@@ -49,10 +53,6 @@ class FrameSource:
         if live and use_process:
             from nbcallback.widgets.plot_worker import PlotWorker
 
-            # Off the training thread the first frame costs training nothing, so ask
-            # for it early: the helper's start-up (~0.7 s, more on a busy machine)
-            # then does not leave a short run without any live frame.
-            self.throttle = Throttle(interval, budget, first_delay=min(interval, _HELPER_FIRST_FRAME))
             try:
                 self.worker = PlotWorker(self.options)
             except OSError as exc:

@@ -118,9 +118,10 @@ def _value_label(value: float, _position: Any = None) -> str:
 
 def _step_label(value: float, _position: Any = None) -> str:
     """An x tick label (a global step): 12,500 -> '12.5k', 2,000,000 -> '2M'."""
-    for size, suffix in ((1e6, "M"), (1e4, "k")):
-        if abs(value) >= size:
-            return f"{value / size:.3g}{suffix}" if suffix == "M" else f"{value / 1e3:.4g}k"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if abs(value) >= 1e4:
+        return f"{value / 1e3:.4g}k"
     return f"{value:.0f}"
 
 

@@ -173,6 +173,23 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+
+def _advance_rate(
+    mark: tuple[float, int] | None, rate: float | None, now: float, step: int, smoothing: float
+) -> tuple[tuple[float, int] | None, float | None]:
+    """The next (mark, steps/s EMA) after reaching ``step`` at ``now``.
+
+    The first measurement of a phase is a reference point only: it includes
+    warm-up (first batch, allocations), which Keras' ETA also excludes.
+    """
+    if mark is None:
+        return (now, step), rate
+    dt, ds = now - mark[0], step - mark[1]
+    if ds <= 0 or dt <= 0:
+        return mark, rate
+    inst = ds / dt
+    return (now, step), inst if rate is None else smoothing * inst + (1 - smoothing) * rate
+
 class TrainingState:
     """Counters, rates, ETAs, loss series and the evaluation table of one run.
 
@@ -321,18 +338,9 @@ class TrainingState:
         last ``len(losses)`` steps (ending at ``global_step``), possibly none."""
         with self._lock:
             self._global = int(global_step)
-            mark = self._train_mark
-            if mark is None:
-                # The first measurement of a phase is a reference point only: it
-                # includes warm-up (first batch, allocations) as Keras' ETA also excludes.
-                self._train_mark = (now, self._global)
-            else:
-                dt, ds = now - mark[0], self._global - mark[1]
-                if ds > 0 and dt > 0:
-                    inst = ds / dt
-                    a = self.rate_smoothing
-                    self._rate = inst if self._rate is None else a * inst + (1 - a) * self._rate
-                    self._train_mark = (now, self._global)
+            self._train_mark, self._rate = _advance_rate(
+                self._train_mark, self._rate, now, self._global, self.rate_smoothing
+            )
             if losses:
                 self._add_losses(self._global - len(losses) + 1, losses)
             self._version += 1
@@ -372,16 +380,9 @@ class TrainingState:
         """The evaluation pass reached ``step`` (1-based within the pass)."""
         with self._lock:
             self._eval_step = int(step)
-            mark = self._eval_mark
-            if mark is None:
-                self._eval_mark = (now, self._eval_step)
-            else:
-                dt, ds = now - mark[0], self._eval_step - mark[1]
-                if ds > 0 and dt > 0:
-                    inst = ds / dt
-                    a = self.rate_smoothing
-                    self._eval_rate = inst if self._eval_rate is None else a * inst + (1 - a) * self._eval_rate
-                    self._eval_mark = (now, self._eval_step)
+            self._eval_mark, self._eval_rate = _advance_rate(
+                self._eval_mark, self._eval_rate, now, self._eval_step, self.rate_smoothing
+            )
             self._version += 1
 
     def end_eval(self, now: float, complete: bool = True) -> float | None:
