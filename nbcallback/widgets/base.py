@@ -313,15 +313,19 @@ class LiveCallback(Callback):
         self._pending_lr = lr
         self._poke()
 
-    def _open(self, rank: int) -> None:
-        """Resolve the display mode and open the renderer (no-op when already open)."""
+    def _open(self, rank: int, plots: bool = True) -> None:
+        """Resolve the display mode and open the renderer (no-op when already open).
+
+        ``plots``: whether the run draws a loss curve (``Model.eval`` runs do not,
+        so they start no plot helper).
+        """
         if self._prepared:
             return
         self.mode = resolve_display(self.display, rank=rank, stream=self.file)
         self.renderer = self._make_renderer(self.mode)
         interval = self.refresh_interval or self.renderer.text_interval
         self._text = Throttle(interval, budget=0.003)
-        if "plot" in self._PARTS and self.mode != "off" and self._wants_png():
+        if plots and "plot" in self._PARTS and self.mode != "off" and self._wants_png():
             from nbcallback.widgets.frames import FrameSource
 
             self._frames = self._guard_plot(
@@ -387,15 +391,15 @@ class LiveCallback(Callback):
             self.state.start(now, kind="eval", eval_steps=int(cb_params.get("batch_num", 0)) or None)
         # Open after the state knows the run, so the controls start with the optimizer's lr.
         was_prepared = self._prepared
-        self._open(rank)
+        self._open(rank, plots=kind == "train")
         self._phase = kind
         if was_prepared and lr is not None and hasattr(self.renderer, "sync_lr"):
             self._guard(lambda: self.renderer.sync_lr(float(lr)))
         self._countdown = self._stride = self._scheduler.reset()
         self._t_check = now
         self._text.begin(now)
-        if self._frames is not None:
-            self._frames.begin(now)
+        if self._frames is not None and kind == "train":
+            self._guard_plot(lambda: self._frames.begin(now, self.state))
         self._guard(lambda: self.renderer.event("start", self.state.view(now, live_rows=self.live_rows)))
 
     # ------------------------------------------------------------------ hooks: training
@@ -434,7 +438,12 @@ class LiveCallback(Callback):
                 now, results, epoch=epoch, step=int(cb_params.get("cur_step_num", 0)), seconds=seconds, partial=partial
             )
         self.state.end_epoch(epoch, now, validated=results is not None)
-        self._refresh(now, force=True)
+        # After the last epoch the final frame follows at once: a live frame now would
+        # only make the end of the run wait for two frames instead of one.
+        last = epoch >= int(cb_params.get("epoch_num", epoch)) or run_context.get_stop_requested()
+        self._refresh(now, force=True, plot=not last)
+        if last and self._frames is not None and self.mode != "off" and not self._display_failed:
+            self._guard_plot(lambda: self._frames.request_final(self.state))
         self._guard(lambda: self.renderer.event("epoch_end", self.state.view(now, live_rows=self.live_rows)))
 
     def on_train_end(self, run_context: RunContext) -> None:
@@ -591,12 +600,13 @@ class LiveCallback(Callback):
         if optimizer is not None and getattr(optimizer, "param_groups", None):
             self.state.set_lr(optimizer.param_groups[0].get("lr"))
 
-    def _refresh(self, now: float, force: bool = False) -> None:
+    def _refresh(self, now: float, force: bool = False, plot: bool = True) -> None:
         """Record and redraw.
 
         ``force`` (epoch end, evaluation start) skips the time budget but not
         the minimum interval, so events never push the front end past 4
         messages per second; a plot frame always respects its own throttle.
+        ``plot=False`` updates the text only.
         """
         if self._run_kind is None:
             return
@@ -608,7 +618,7 @@ class LiveCallback(Callback):
         started = time.perf_counter()
         png = None
         plot_cost = 0.0
-        if self._frames is not None and self._run_kind == "train":
+        if plot and self._frames is not None and self._run_kind == "train":
             png = self._guard_plot(lambda: self._frames.live_frame(self.state, now))
             plot_cost = time.perf_counter() - started
             if png is not None:

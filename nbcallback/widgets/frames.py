@@ -48,6 +48,7 @@ class FrameSource:
         self.worker: Any = None
         self.inline: Any = None
         self.version = -1
+        self._final_version: int | None = None
         self.frames = 0
         self.worker_seconds = 0.0
         if live and use_process:
@@ -78,9 +79,18 @@ class FrameSource:
             warnings.warn(f"nbcallback.widgets: the plot helper failed ({error}); plotting inline", RuntimeWarning,
                           stacklevel=4)
 
-    def begin(self, now: float) -> None:
-        """The run starts (the first live frame comes ``interval`` seconds later)."""
+    def begin(self, now: float, state: TrainingState) -> None:
+        """The run starts (the first live frame comes ``interval`` seconds later).
+
+        The helper is asked to build the run's figure now, while it has
+        nothing else to do, so the first frame does not pay for it.
+        """
         self.throttle.begin(now)
+        if self.worker is not None and self.worker.alive:
+            try:
+                self.worker.prebuild(state.plot_data())
+            except RuntimeError:
+                self._drop_worker()
 
     def live_frame(self, state: TrainingState, now: float) -> bytes | None:
         """A new PNG when one is ready (called at text refreshes), else None."""
@@ -97,7 +107,7 @@ class FrameSource:
             if not worker.alive:
                 self._drop_worker()
                 return png
-            if not worker.busy and self.throttle.due(now) and state.version != self.version:
+            if not worker.busy and self.throttle.due(now) and state.plot_version != self.version:
                 started = time.perf_counter()
                 try:
                     worker.submit(state.plot_data())
@@ -105,29 +115,53 @@ class FrameSource:
                     self._drop_worker()
                     return png
                 self.throttle.done(now, time.perf_counter() - started)
-                self.version = state.version
+                self.version = state.plot_version
             return png
-        if self.throttle.due(now) and state.version != self.version:
+        if self.throttle.due(now) and state.plot_version != self.version:
             started = time.perf_counter()
             png = self._inline().render(state.plot_data())
             self.throttle.done(now, time.perf_counter() - started, warmup=self.throttle.refreshes == 0)
-            self.version = state.version
+            self.version = state.plot_version
             self.frames += png is not None
             return png
         return None
 
+    def request_final(self, state: TrainingState) -> None:
+        """The run's data is complete (its last epoch ended): have the helper start
+        on the final frame now, so it is drawn while the run winds down (other
+        callbacks' epoch and train ends, a final checkpoint).  Inline: nothing to do.
+        """
+        worker = self.worker
+        if worker is None or not worker.alive:
+            return
+        data = state.plot_data()
+        try:
+            worker.submit(data, final=True)  # queued behind a live frame still in flight
+        except RuntimeError:
+            self._drop_worker()
+            return
+        self._final_version = data.version
+
     def final_frame(self, state: TrainingState, timeout: float = 15.0) -> bytes | None:
-        """The last frame of the run (waits for the helper; inline when it is not there)."""
+        """The last frame of the run (waits for the helper; inline when it is not there).
+
+        A frame asked for by :meth:`request_final` is used when the plotted data
+        has not changed since; otherwise a new one is drawn.
+        """
         data = state.plot_data()
         worker = self.worker
         if worker is not None and worker.alive:
-            if worker.busy:
-                worker.wait(timeout)
-            try:
-                worker.submit(data, final=True)
+            got: tuple[bytes | None, float] | None = None
+            if self._final_version == data.version:
                 got = worker.wait(timeout)
-            except RuntimeError:
-                got = None
+            else:
+                if worker.busy:
+                    worker.wait(timeout)
+                try:
+                    worker.submit(data, final=True)
+                    got = worker.wait(timeout)
+                except RuntimeError:
+                    got = None
             if got is not None and got[0] is not None:
                 self.worker_seconds += got[1]
                 return got[0]

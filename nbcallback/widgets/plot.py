@@ -179,13 +179,17 @@ class LossPlot:
         self._panels: list[tuple[str, list[str]]] = []
         self._lines: dict[tuple[int, str], Any] = {}
         self._ylims: list[tuple[float, float] | None] = []
-        self._legend_keys: tuple[Any, ...] = ()
         self._legend_texts: list[list[Any]] = []
         self._static: Any = None
+        self._columns: list[Any] = []
+        self._column_edges: list[float] = []
         self._background: Any = None
+        self._drawn: list[tuple[Any, ...] | None] = []
+        self._spill_check: tuple[tuple[str, ...], bool] | None = None
         self._x_range: tuple[float, float] | None = None
         self.full_draws = 0
         self.scale_draws = 0
+        self.panel_draws = 0
         self.builds = 0
         self.frames = 0
 
@@ -233,6 +237,7 @@ class LossPlot:
         fig.text(0.5, 0.02, "step" + (" (dotted lines: epochs)" if marks else ""), ha="center", fontsize=8)
         for index, ax in enumerate(axes):
             ax.set_xlim(x0 - margin, x1 + margin)
+            ax.set_ylim(0.0, 1.0)
             ax.xaxis.set_major_locator(MaxNLocator(4, integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(4))
             # Self-contained tick labels (no offset or "1e-4" multiplier text), because the
@@ -258,9 +263,10 @@ class LossPlot:
         self._panels = []
         self._ylims = [None] * count
         self._static = None
+        self._columns = []
         self._background = None
-        self._legend_keys = ()
-        self._legend_texts = []
+        self._drawn = [None] * count
+        self._legend_texts = [[] for _ in range(count)]
         self._x_range = data.x_range
         self.builds += 1
 
@@ -284,32 +290,28 @@ class LossPlot:
             if index > 0:
                 self._ylims[index] = None
         self._panels = [(title, list(members)) for title, members in panels]
-        self._background = None  # titles and legends are in the scale layer
 
-    def _legend(self, keys: tuple[Any, ...]) -> None:
-        """Legend entries as coloured labels in the top-right corner of each panel.
+    def _legend_labels(self, index: int) -> tuple[str, ...]:
+        """The legend rows of a panel: its lines with data, when there is more than one
+        (the loss panel always labels its lines)."""
+        labels = tuple(line.get_label() for (panel, _), line in self._lines.items()
+                       if panel == index and len(line.get_xdata()))
+        return labels if len(labels) > 1 or (index == 0 and labels) else ()
+
+    def _legend_text(self, index: int, row: int, label: str) -> Any:
+        """One legend row: a coloured label in the top-right corner of the panel.
 
         A matplotlib ``Legend`` costs 10-15 ms per draw (offset-box layout);
-        one short text per line, drawn in the scale layer, costs a third.
+        one short text per line, drawn in the scale layer, costs a third, and
+        a new entry is one more text drawn over the layer, not a redraw.
         """
-        for texts in self._legend_texts:
-            for text in texts:
-                text.remove()
-        self._legend_texts = []
-        for index, ax in enumerate(self._axes):
-            lines = [
-                line for (panel, _), line in self._lines.items() if panel == index and (panel, line.get_label()) in keys
-            ]
-            texts = []
-            if len(lines) > 1 or (index == 0 and lines):
-                for row, line in enumerate(lines):
-                    alpha = line.get_alpha()
-                    texts.append(ax.text(
-                        0.985, 0.965 - 0.085 * row, "\u2014 " + line.get_label(), transform=ax.transAxes,
-                        ha="right", va="top", fontsize=7, color=line.get_color(),
-                        alpha=None if alpha is None else max(alpha, 0.6), animated=True,
-                    ))
-            self._legend_texts.append(texts)
+        line = next(line for (panel, _), line in self._lines.items() if panel == index and line.get_label() == label)
+        alpha = line.get_alpha()
+        return self._axes[index].text(
+            0.985, 0.965 - 0.085 * row, "\u2014 " + label, transform=self._axes[index].transAxes,
+            ha="right", va="top", fontsize=7, color=line.get_color(),
+            alpha=None if alpha is None else max(alpha, 0.6), animated=True,
+        )
 
     # ------------------------------------------------------------------ rendering
 
@@ -324,6 +326,26 @@ class LossPlot:
         """
         if not data.raw[0] and not any(xs for xs, _ in data.evals.values()):
             return None
+        canvas = self._layers(data)
+        for (panel, _), line in self._lines.items():
+            if len(line.get_xdata()):
+                self._axes[panel].draw_artist(line)
+        self.frames += 1
+        return self._png(canvas)
+
+    def prebuild(self, data: PlotData) -> None:
+        """Build the figure for ``data``'s layout and draw its layers, without a frame.
+
+        The plot helper calls this when a run starts, while it waits for the
+        first frame: building the figure (50-80 ms, mostly matplotlib creating
+        axes and ticks) then stays out of the first frame, which only redraws
+        the loss panel's y-axis for the first losses.  ``data`` may be empty.
+        """
+        self._layers(data)
+
+    def _layers(self, data: PlotData) -> Any:
+        """Set the lines' data and bring the figure, its panels, y-ranges and both
+        layers up to date; the canvas then holds the scale layer, ready for the lines."""
         panels = self._panels_for(data)
         if self._fig is None or len(panels) != len(self._axes) or data.x_range != self._x_range:
             self._build(data, len(panels))
@@ -336,62 +358,107 @@ class LossPlot:
                 line.set_data(*data.smooth)
             else:
                 line.set_data(*data.evals.get(key[5:], ([], [])))
-        keys = tuple(
-            (panel, line.get_label()) for (panel, _), line in self._lines.items() if len(line.get_xdata())
-        )
-        rescale = self._background is None or keys != self._legend_keys
         for index, (ax, (_title, members)) in enumerate(zip(self._axes, self._panels)):
             series: list[Sequence[float]] = []
             if index == 0:
                 series.append(data.smooth[1] if data.smooth[1] else data.raw[1])
             series += [data.evals[n][1] for n in members if n in data.evals]
-            wanted = _wanted_ylim(
-                _data_range(series),
+            values = _data_range(series)
+            # No data yet (a prebuilt figure): (0, 1) is shown, but not kept as a range to
+            # stay inside, so the first values get the same fresh range as without a prebuild.
+            wanted = None if values is None else _wanted_ylim(
+                values,
                 self._ylims[index],
                 floor_zero=index == 0,
                 bounded=index > 0 and bool(members) and all(any(b in n.lower() for b in _BOUNDED) for n in members),
             )
             if wanted != self._ylims[index]:
                 self._ylims[index] = wanted
-                ax.set_ylim(*wanted)
-                rescale = True
+                ax.set_ylim(*(wanted or (0.0, 1.0)))
         canvas = self._fig.canvas
         if self._static is None:
             self._draw_static(canvas)
-            rescale = True
-        if rescale:
-            if keys != self._legend_keys:
-                self._legend(keys)
-                self._legend_keys = keys
-            self._draw_scales(canvas)
+        scales = [(title, self._ylims[index], self._legend_labels(index))
+                  for index, (title, _members) in enumerate(self._panels)]
+        if self._background is None or scales != self._drawn:
+            self._draw_scales(canvas, scales)
         else:
             canvas.restore_region(self._background)
-        for (panel, _), line in self._lines.items():
-            if len(line.get_xdata()):
-                self._axes[panel].draw_artist(line)
-        self.frames += 1
-        return self._png(canvas)
+        return canvas
 
     def _draw_static(self, canvas: Any) -> None:
-        """The static layer: everything not animated, plus the x-axes' ticks and labels."""
+        """The static layer: everything not animated, plus the x-axes' ticks and labels.
+
+        Besides the whole layer, each panel's column (from the previous panel's
+        right edge to its own: its y-axis labels, title and plot area) is kept,
+        so one panel's scale can be redrawn without touching the others.
+        """
+        from matplotlib.transforms import Bbox
+
         canvas.draw()
         renderer = canvas.get_renderer()
         for ax in self._axes:
             _draw_ticks(ax.xaxis, renderer)
         self._static = canvas.copy_from_bbox(self._fig.bbox)
+        width, height = self._fig.bbox.width, self._fig.bbox.height
+        edges = [0.0] + [math.floor(ax.bbox.x1) + 2.0 for ax in self._axes[:-1]] + [width]
+        self._column_edges = edges
+        self._spill_check = None
+        self._columns = [canvas.copy_from_bbox(Bbox.from_extents(edges[i], 0, edges[i + 1], height))
+                         for i in range(len(self._axes))]
+        self._background = None
+        self._drawn = [None] * len(self._axes)
         self.full_draws += 1
 
-    def _draw_scales(self, canvas: Any) -> None:
-        """The scale layer (titles, y-axes, legends) over a fresh copy of the static layer."""
-        canvas.restore_region(self._static)
+    def _draw_scales(self, canvas: Any, scales: list[tuple[Any, ...]]) -> None:
+        """Bring the scale layer (titles, y-axes, legends) up to date with ``scales``.
+
+        Only what changed is drawn: a panel whose title or y-range changed is
+        redrawn on its column of the static layer; a panel that only gained
+        legend entries gets the new rows drawn over the current layer; the
+        other panels are left as they are.  A title wider than its column (it
+        would be cut by its neighbour's redraw) makes it a redraw of every panel.
+        """
         renderer = canvas.get_renderer()
-        for ax, texts in zip(self._axes, self._legend_texts or [[]] * len(self._axes)):
-            ax.title.draw(renderer)
-            _draw_ticks(ax.yaxis, renderer)
-            for text in texts:
+        everything = self._background is None or None in self._drawn or self._titles_spill(renderer)
+        canvas.restore_region(self._static if everything else self._background)
+        for index, (scale, drawn) in enumerate(zip(scales, self._drawn)):
+            if not everything and scale == drawn:
+                continue
+            labels = scale[2]
+            if everything or drawn is None or scale[:2] != drawn[:2] or labels[: len(drawn[2])] != drawn[2]:
+                if not everything:
+                    canvas.restore_region(self._columns[index])
+                ax = self._axes[index]
+                ax.title.draw(renderer)
+                _draw_ticks(ax.yaxis, renderer)
+                self.panel_draws += 1
+                kept = 0
+            else:
+                kept = len(drawn[2])  # only new legend rows
+            texts = self._legend_texts[index]
+            for text in texts[kept:]:
+                text.remove()
+            del texts[kept:]
+            for row in range(kept, len(labels)):
+                texts.append(self._legend_text(index, row, labels[row]))
+            for text in texts[kept:]:
                 text.draw(renderer)
         self._background = canvas.copy_from_bbox(self._fig.bbox)
+        self._drawn = list(scales)
         self.scale_draws += 1
+
+    def _titles_spill(self, renderer: Any) -> bool:
+        """Whether a panel title reaches beyond its column of the figure (where a
+        neighbour's redraw would cut it); remembered per set of titles."""
+        titles = tuple(ax.get_title() for ax in self._axes)
+        if self._spill_check is None or self._spill_check[0] != titles:
+            spills = False
+            for index, ax in enumerate(self._axes):
+                extent = ax.title.get_window_extent(renderer)
+                spills = spills or extent.x0 < self._column_edges[index] or extent.x1 > self._column_edges[index + 1]
+            self._spill_check = (titles, spills)
+        return self._spill_check[1]
 
     def _png(self, canvas: Any) -> bytes:
         """Encode the canvas.  A 64-colour palette (fast octree) is both faster to
@@ -422,4 +489,6 @@ class LossPlot:
         self._panels = []
         self._legend_texts = []
         self._static = None
+        self._columns = []
         self._background = None
+        self._drawn = []

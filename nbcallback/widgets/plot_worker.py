@@ -10,6 +10,8 @@ is drawn on another core while training goes on.
 Protocol (over the helper's stdin/stdout, 8-byte little-endian length + pickle):
 
 * request ``("init", options)``: build the :class:`~nbcallback.widgets.plot.LossPlot`;
+* request ``("build", plot_data)``: build the run's figure ahead of its first
+  frame (:meth:`~nbcallback.widgets.plot.LossPlot.prebuild`); no answer;
 * request ``("render", request_id, plot_data, final)``: answered with
   ``(request_id, png_or_None, seconds, error_or_None)``;
 * EOF on stdin (or ``("close",)``): exit.
@@ -163,6 +165,17 @@ class PlotWorker:
         self._outbox.put(("render", self._next_id, _compact(data), final))
         return self._next_id
 
+    def prebuild(self, data: Any) -> None:
+        """Have the helper build the figure for ``data``'s layout before the first
+        frame is asked for (no answer; a failure shows at the next frame).
+
+        Raises:
+            RuntimeError: the helper is not running.
+        """
+        if not self.alive:
+            raise RuntimeError(self.error or "the plot helper is not running")
+        self._outbox.put(("build", _compact(data)))
+
     def poll(self) -> tuple[bytes | None, float] | None:
         """The finished frame ``(png, render seconds)``, or None when none is ready."""
         try:
@@ -246,6 +259,14 @@ def main() -> int:
         if kind == "init":
             plot = LossPlot(**message[1])
             plot.prepare()
+            continue
+        if kind == "build":
+            if plot is None:
+                plot = LossPlot()
+            try:
+                plot.prebuild(message[1])
+            except Exception:  # the next render builds the figure again and reports what fails
+                plot.close()
             continue
         if kind == "render":
             _, request_id, data, final = message

@@ -148,7 +148,7 @@ class PlotData:
         raw: (xs, ys) of the raw training loss (min/max decimated).
         smooth: (xs, ys) of the smoothed training loss (mean decimated).
         evals: metric name -> (xs, ys), one point per evaluation.
-        version: increases whenever the data changes, so an unchanged frame can be skipped.
+        version: increases whenever the plotted data changes, so an unchanged frame can be skipped.
         expects_evals: the run validates (fit with a validation set), so metric
             panels will come; the plot reserves one from the start.
     """
@@ -271,6 +271,7 @@ class TrainingState:
             self._error: str | None = None
             self._display_seconds = 0.0
             self._version = 0
+            self._plot_version = 0
 
     def start(
         self,
@@ -315,6 +316,7 @@ class TrainingState:
             if kind == "eval":
                 self._t_eval_start = now
             self._version += 1
+            self._plot_version += 1
 
     def begin_epoch(self, epoch: int, now: float) -> None:
         """A training epoch starts (``epoch`` as ``cb_params.cur_epoch_num``)."""
@@ -343,6 +345,8 @@ class TrainingState:
             )
             if losses:
                 self._add_losses(self._global - len(losses) + 1, losses)
+            elif self._global > self._first_global + self._epochs * self._spe:
+                self._plot_version += 1  # past the plan: the x-range grows
             self._version += 1
 
     def _add_losses(self, first_x: int, losses: Sequence[float]) -> None:
@@ -364,6 +368,7 @@ class TrainingState:
             self._smooth.extend(smooth_x, smooth_y)
             self._loss = smooth_y[-1]
         self._last_loss = float(losses[-1])
+        self._plot_version += 1
 
     def begin_eval(self, now: float, total: int | None) -> None:
         """An evaluation pass of ``total`` steps starts (fit's validation)."""
@@ -442,6 +447,7 @@ class TrainingState:
                 number = _finite(value)
                 if number is not None:
                     self._evals.setdefault(name, Series()).append(x, number)
+                    self._plot_version += 1
             self._version += 1
             return row
 
@@ -526,6 +532,12 @@ class TrainingState:
     def version(self) -> int:
         """Increases with every change of the recorded data."""
         return self._version
+
+    @property
+    def plot_version(self) -> int:
+        """Increases when what the plot shows changes (the plan, losses, evaluation
+        points); progress alone does not change it."""
+        return self._plot_version
 
     def _elapsed(self, now: float) -> float:
         if self._t_start is None:
@@ -686,7 +698,7 @@ class TrainingState:
                 raw=self._raw.decimated(limit, "minmax"),
                 smooth=self._smooth.decimated(limit, "mean"),
                 evals={name: series.decimated(limit, "minmax") for name, series in self._evals.items()},
-                version=self._version,
+                version=self._plot_version,
                 expects_evals=self._has_validation,
             )
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from nbcallback.train import Callback
 from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar
 from nbcallback.widgets.clock import FakeClock
 from nbcallback.widgets.render_html import PLOT_PENDING, live_html, snapshot_bundle
@@ -247,6 +248,91 @@ def test_plot_frames_inline_and_in_the_helper_process(sink: FakeDisplay, monkeyp
             assert plot.plot_frames >= 3  # 20 s of fake time, a frame every >= 2 s
         else:
             assert plot.plot_helper_seconds > 0
+
+
+def test_no_live_frame_after_the_last_epoch_only_the_final_one(sink: FakeDisplay, monkeypatch) -> None:
+    """The final frame follows the last epoch at once; a live frame there would make the end of
+    the run wait for two frames."""
+    from nbcallback.widgets.plot import LossPlot
+
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    rendered: list[tuple[bool, int]] = []
+    original = LossPlot.render
+
+    def spy(self, data, final=False):
+        rendered.append((final, len(data.evals.get("accuracy", ((), ()))[0])))
+        return original(self, data, final)
+
+    monkeypatch.setattr(LossPlot, "render", spy)
+    clock = FakeClock()
+    model, _ = new_model()
+    # Refresh at every check, so the epoch's end refreshes the text (and would draw a live frame).
+    plot = LiveLossPlot(display="widget", clock=clock, plot_process=False, plot_interval=0.01, plot_budget=1.0,
+                        refresh_interval=0.01)
+
+    class SlowEvalEnd(Callback):
+        def on_eval_end(self, run_context):
+            clock.advance(0.5)  # time passes between the last validation step and the epoch's end
+
+    model.fit(2, batches(100), batches(10, seed=1), callbacks=[Ticker(clock, 0.05), SlowEvalEnd(), plot])
+    live = [points for final, points in rendered if not final]
+    assert 1 in live, "the first epoch's evaluation point is shown live"
+    assert max(live) == 1, "no live frame after the last epoch"
+    assert rendered[-1] == (True, 2) and [final for final, _ in rendered].count(True) == 1
+
+
+def test_the_final_frame_asked_for_early_is_drawn_once_by_the_helper() -> None:
+    """``request_final`` at the last epoch's end: ``final_frame`` then only collects it, unless the
+    plotted data changed in between; the pictures match a plot drawn inline from the same data."""
+    import io as _io
+
+    from PIL import Image
+
+    from nbcallback.widgets.frames import FrameSource
+    from nbcallback.widgets.plot import LossPlot
+    from nbcallback.widgets.plot_worker import PlotWorker
+
+    def pixels(png: bytes) -> bytes:
+        with Image.open(_io.BytesIO(png)) as image:
+            return image.convert("RGB").tobytes()
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=1, steps_per_epoch=200, has_validation=True, eval_steps=10)
+    frames = FrameSource({}, live=True, use_process=True, interval=2.0, budget=0.01)
+    assert frames.worker is not None, "no helper process could start"
+    submitted: list[bool] = []
+    original = frames.worker.submit
+    frames.worker.submit = lambda data, final=False: submitted.append(final) or original(data, final)
+    reference = LossPlot()
+    try:
+        frames.begin(clock(), state)  # the helper prebuilds the figure
+        reference.prebuild(state.plot_data())
+        state.begin_epoch(1, clock())
+        state.record_steps(clock(), 200, [2.0 - i / 150 for i in range(200)])
+        state.add_eval_row(clock(), {"accuracy": 0.9, "eval_loss": 0.7}, epoch=1, step=200)
+        state.end_epoch(1, clock(), validated=True)
+        frames.request_final(state)
+        state.finish(clock(), "finished")  # progress only: the plot is unchanged
+        png = frames.final_frame(state)
+        assert submitted == [True], "the early final frame was drawn again"
+        assert pixels(png) == pixels(reference.render(state.plot_data(), final=True))
+
+        state.start(clock(), epochs=1, steps_per_epoch=200, has_validation=True, eval_steps=10)
+        frames.begin(clock(), state)
+        reference.prebuild(state.plot_data())
+        state.begin_epoch(1, clock())
+        state.record_steps(clock(), 100, [1.5] * 100)
+        frames.request_final(state)
+        reference.render(state.plot_data(), final=True)  # the same frames as the helper drew
+        state.record_steps(clock(), 120, [1.0] * 20)  # the plot changed after the request
+        png = frames.final_frame(state)
+        assert submitted == [True, True, True]
+        assert pixels(png) == pixels(reference.render(state.plot_data(), final=True))
+        assert frames.worker is not None and isinstance(frames.worker, PlotWorker), "fell back to inline"
+    finally:
+        frames.close()
+        reference.close()
 
 
 def test_a_dying_plot_helper_falls_back_to_inline(sink: FakeDisplay, monkeypatch) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import os
 import subprocess
 import sys
@@ -146,6 +147,81 @@ def test_new_ranges_and_legend_entries_redraw_only_the_scale_layer() -> None:
     assert plot.scale_draws == scales + 1
     assert final != frames[-1] and final[:8] == b"\x89PNG\r\n\x1a\n"
     plot.close()
+
+
+def _pixels(png: bytes) -> bytes:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        return image.convert("RGB").tobytes()
+
+
+@pytest.mark.parametrize("groups", [None, {"accuracy": ["accuracy"], "a group title that is much wider than the panel below it": ["f1"]}])
+def test_partial_scale_redraws_give_the_same_picture_as_full_redraws(groups) -> None:
+    """Only changed panels are redrawn (new legend rows drawn over the layer); every frame must
+    still be pixel-identical to one drawn from scratch over the static layer.  A title wider
+    than its panel's column falls back to redrawing every panel."""
+    import math
+    import random
+
+    from nbcallback.widgets.plot import LossPlot
+
+    rng = random.Random(SEED)
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=3, steps_per_epoch=300, has_validation=True, eval_steps=20)
+    partial, full = LossPlot(groups=groups), LossPlot(groups=groups)
+    step = 0
+    compared = 0
+    for epoch in (1, 2, 3):
+        state.begin_epoch(epoch, clock())
+        for _ in range(6):
+            clock.advance(1.0)
+            scale = 4.0 if epoch == 2 else 1.0  # a loss spike: the loss panel's y-range changes
+            losses = [scale * 2.3 * math.exp(-(step + i) / 400) + 0.2 * rng.random() for i in range(50)]
+            step += 50
+            state.record_steps(clock(), step, losses)
+            full._background = None  # force the whole scale layer to be drawn
+            expected = full.render(state.plot_data())
+            assert _pixels(partial.render(state.plot_data())) == _pixels(expected)
+            compared += 1
+        values = {"accuracy": 0.8 + 0.05 * epoch, "eval_loss": 0.6 / epoch}
+        if epoch >= 2:
+            values["f1"] = 0.7 + 0.1 * epoch  # a new panel member (and a title wider than its column)
+        state.add_eval_row(clock(), values, epoch=epoch, step=step)
+        state.end_epoch(epoch, clock(), validated=True)
+        full._background = None
+        expected = full.render(state.plot_data())
+        assert _pixels(partial.render(state.plot_data())) == _pixels(expected), f"after evaluation {epoch}"
+        compared += 1
+    assert partial.full_draws == full.full_draws == (1 if groups else 2)  # f1 adds a panel by default
+    assert partial.scale_draws < full.scale_draws == compared  # some frames reused the scale layer
+    if groups is None:
+        assert partial.panel_draws < 2 * partial.scale_draws  # some scale draws left a panel alone
+    else:
+        assert partial.panel_draws == 3 * partial.scale_draws  # the wide title: every panel each time
+    partial.close()
+    full.close()
+
+
+def test_a_prebuilt_figure_draws_the_same_first_frame_without_a_full_redraw() -> None:
+    """The plot helper builds the figure when the run starts; the first frame must look the same
+    as without that (the empty figure's (0, 1) range is a placeholder, not a range to keep)."""
+    from nbcallback.widgets.plot import LossPlot
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=2, steps_per_epoch=500, has_validation=True, eval_steps=50)
+    prebuilt, fresh = LossPlot(), LossPlot()
+    prebuilt.prebuild(state.plot_data())
+    assert prebuilt.full_draws == 1 and prebuilt.frames == 0
+    state.begin_epoch(1, clock())
+    state.record_steps(clock(), 60, [2.5 - i / 100 for i in range(60)])
+    first = prebuilt.render(state.plot_data())
+    assert prebuilt.full_draws == 1, "the first frame rebuilt the prebuilt figure"
+    assert _pixels(first) == _pixels(fresh.render(state.plot_data()))
+    prebuilt.close()
+    fresh.close()
 
 
 def test_tick_labels_stand_on_their_own() -> None:
