@@ -30,9 +30,10 @@ class FrameSource:
         options: :class:`~nbcallback.widgets.plot.LossPlot` keyword arguments.
         live: whether live frames are wanted (False: only the final frame, e.g. text mode).
         use_process: render live frames in a helper process
-            (:class:`~nbcallback.widgets.plot_worker.PlotWorker`); the final frame
-            is rendered there too.  Falls back to inline rendering when the helper
-            cannot start or fails.
+            (:class:`~nbcallback.widgets.plot_worker.PlotWorker`, reused from the
+            previous run when one is idle); the final frame is rendered there
+            too.  Falls back to inline rendering when the helper cannot start
+            or fails.
         interval: the shortest time between two live frames, in seconds.
         budget: the share of wall time inline frames may take.
     """
@@ -52,10 +53,10 @@ class FrameSource:
         self.frames = 0
         self.worker_seconds = 0.0
         if live and use_process:
-            from nbcallback.widgets.plot_worker import PlotWorker
+            from nbcallback.widgets.plot_worker import acquire
 
             try:
-                self.worker = PlotWorker(self.options)
+                self.worker = acquire(self.options)
             except OSError as exc:
                 warnings.warn(f"nbcallback.widgets: no plot helper process ({exc}); plotting inline", RuntimeWarning,
                               stacklevel=3)
@@ -170,9 +171,12 @@ class FrameSource:
         return self._inline().render(data, final=True)
 
     def close(self) -> None:
-        """Stop the helper and free the figure."""
+        """Hand the helper back for the next run (see :func:`~nbcallback.widgets.plot_worker.release`)
+        and free the figure."""
         if self.worker is not None:
-            self.worker.close()
+            from nbcallback.widgets.plot_worker import release
+
+            release(self.worker)
             self.worker = None
         if self.inline is not None:
             self.inline.close()

@@ -10,13 +10,16 @@ Why it is built this way:
   it is drawn as rarely as possible.  The *static* layer (frames, x-axes with
   their grid lines, epoch marks, the x label) is drawn once per figure; the *scale* layer
   (titles, y-axes and legends, the only decorations that change during a run)
-  is drawn on top of a copy of it when a y-range must change (with
-  hysteresis) or a legend gets a new entry; a frame restores the scale layer
-  and draws only the data lines.  So the first evaluation's point, which
-  usually sets a new y-range and a legend entry at the very end of a short
-  run, costs a few labels instead of a full redraw.  The figure is rebuilt
-  only when the number of panels changes (a fit run reserves its metric panel
-  from the start).
+  is drawn on top of a copy of it, panel by panel: a panel whose y-range must
+  change (with hysteresis) or whose title changes is redrawn on its own column
+  of the static layer, a new legend entry is one more label, the other panels
+  are left alone; a frame restores the scale layer and draws only the data
+  lines.  So the first evaluation's point, which usually sets a new y-range
+  and a legend entry at the very end of a short run, costs a few labels
+  instead of a full redraw.  The figure is rebuilt only when the number of
+  panels changes (a fit run reserves its metric panel from the start), and
+  the plot helper builds it when the run starts (:meth:`LossPlot.prebuild`),
+  so no frame pays for it.
 * **Preset x-range** (the planned number of steps, as fastai does), so the
   plot does not jump while it fills.
 * **PNG, not SVG**: constant size whatever the number of points; lines are

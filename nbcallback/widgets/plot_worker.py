@@ -20,9 +20,18 @@ The helper is started with ``python -m nbcallback.widgets.plot_worker``: a
 fresh interpreter, so nothing of the parent (its ``__main__``, its threads, a
 notebook kernel) is re-imported or forked.  If it cannot start or dies,
 :class:`PlotWorker` reports it and the callback renders inline instead.
+
+Starting it costs ~0.7 s of CPU (the interpreter and matplotlib's import),
+taken from the same two cores training runs on, once per run.  A notebook
+trains cell after cell, so a finished run hands its helper back
+(:func:`release`) and the next run of the process takes it over
+(:func:`acquire`), with a fresh figure.  Idle helpers are kept for at most a
+minute (two at most), killed at interpreter exit, and forgotten (not
+touched) in forked children.
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
 import pickle
@@ -35,7 +44,7 @@ import time
 from array import array
 from typing import Any, BinaryIO
 
-__all__ = ["PlotWorker", "main"]
+__all__ = ["PlotWorker", "acquire", "release", "main"]
 
 _HEADER = struct.Struct("<Q")
 
@@ -95,6 +104,7 @@ class PlotWorker:
         env.setdefault("OMP_NUM_THREADS", "1")
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        self.owner_pid = os.getpid()
         self._process = subprocess.Popen(
             [python or sys.executable, "-m", "nbcallback.widgets.plot_worker"],
             stdin=subprocess.PIPE,
@@ -165,6 +175,28 @@ class PlotWorker:
         self._outbox.put(("render", self._next_id, _compact(data), final))
         return self._next_id
 
+    @property
+    def pid(self) -> int:
+        """The helper's process id."""
+        return self._process.pid
+
+    def reset(self, options: dict[str, Any]) -> None:
+        """Start over for a new run: a fresh figure with ``options`` (call when not :attr:`busy`).
+
+        Raises:
+            RuntimeError: the helper is not running, or still drawing a frame.
+        """
+        if not self.alive:
+            raise RuntimeError(self.error or "the plot helper is not running")
+        if self.busy:
+            raise RuntimeError("the plot helper is still drawing a frame")
+        while True:  # answers nobody waited for (a run that ended without its final frame)
+            try:
+                self._results.get_nowait()
+            except queue.Empty:
+                break
+        self._outbox.put(("init", options))
+
     def prebuild(self, data: Any) -> None:
         """Have the helper build the figure for ``data``'s layout before the first
         frame is asked for (no answer; a failure shows at the next frame).
@@ -231,6 +263,111 @@ class PlotWorker:
             pass
 
 
+class _IdleHelpers:
+    """Helpers of finished runs, kept for the next run of this process.
+
+    Args:
+        limit: the most idle helpers kept (two runs with a plot at once, e.g.
+            a LiveLossPlot next to a Dashboard, each need one).
+        idle_seconds: an idle helper is killed after this long.
+    """
+
+    def __init__(self, limit: int = 2, idle_seconds: float = 60.0) -> None:
+        self.limit = limit
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._idle: list[tuple[float, PlotWorker]] = []
+        self._timer: threading.Timer | None = None
+
+    def take(self, options: dict[str, Any]) -> PlotWorker | None:
+        """An idle helper reset for a new run with ``options``, or None."""
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                _, worker = self._idle.pop()
+            if worker.alive and worker.owner_pid == os.getpid():
+                try:
+                    worker.reset(options)
+                    return worker
+                except RuntimeError:
+                    pass
+            worker.close(timeout=0.5)
+
+    def give(self, worker: PlotWorker) -> None:
+        """Keep ``worker`` for the next run (killed instead when it is not reusable)."""
+        if not worker.alive or worker.busy or worker.owner_pid != os.getpid():
+            worker.close()
+            return
+        with self._lock:
+            self._idle.append((time.monotonic(), worker))
+            surplus = self._idle[: -self.limit] if len(self._idle) > self.limit else []
+            del self._idle[: len(surplus)]
+            if self._timer is None:
+                self._timer = threading.Timer(self.idle_seconds, self._expire)
+                self._timer.daemon = True
+                self._timer.start()
+        for _, old in surplus:
+            old.close()
+
+    def _expire(self) -> None:
+        """Kill the helpers idle for ``idle_seconds``; look again when others remain."""
+        now = time.monotonic()
+        with self._lock:
+            self._timer = None
+            expired = [w for since, w in self._idle if now - since >= self.idle_seconds]
+            self._idle = [(since, w) for since, w in self._idle if now - since < self.idle_seconds]
+            if self._idle:
+                wait = self.idle_seconds - (now - self._idle[0][0])
+                self._timer = threading.Timer(max(0.05, wait), self._expire)
+                self._timer.daemon = True
+                self._timer.start()
+        for worker in expired:
+            worker.close()
+
+    def close_all(self) -> None:
+        """Kill every idle helper (at interpreter exit)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        for _, worker in idle:
+            worker.close(timeout=0.5)
+
+    def forget(self) -> None:
+        """In a forked child: the helpers belong to the parent; drop them untouched."""
+        self._lock = threading.Lock()
+        self._idle = []
+        self._timer = None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+
+#: The idle helpers of this process (a cache of processes, not a setting).
+_IDLE = _IdleHelpers()
+atexit.register(_IDLE.close_all)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_IDLE.forget)
+
+
+def acquire(options: dict[str, Any]) -> PlotWorker:
+    """A helper for a new run: an idle one reset with ``options``, or a new process.
+
+    Raises:
+        OSError: no helper process could be started.
+    """
+    return _IDLE.take(options) or PlotWorker(options)
+
+
+def release(worker: PlotWorker) -> None:
+    """A run is done with ``worker``: keep it for the next run, or stop it when it
+    cannot be reused (failed, or still drawing)."""
+    _IDLE.give(worker)
+
+
 def _drain(stdin: BinaryIO, inbox: "queue.Queue[Any]") -> None:
     """Read requests as soon as they arrive, so the parent's writes never wait
     for a frame (or the matplotlib import) to finish."""
@@ -257,6 +394,8 @@ def main() -> int:
         if kind == "close":
             return 0
         if kind == "init":
+            if plot is not None:
+                plot.close()
             plot = LossPlot(**message[1])
             plot.prepare()
             continue
