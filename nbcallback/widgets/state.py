@@ -86,7 +86,8 @@ class View:
         rows_omitted: rows left out in the middle (0 unless capped).
         omitted_after: index in ``rows`` after which the omitted rows belong.
         error: ``"ValueError: message"`` when the run failed.
-        display_seconds: time spent rendering so far (for the overhead line).
+        display_seconds: the time the display callbacks spent on the training thread so far
+            (opening the view, recording losses, refreshes, the final snapshot).
         validates: the run has a validation set (fit), so evaluations are expected.
     """
 
@@ -470,7 +471,7 @@ class TrainingState:
                 self._lr_changes.append((int(changed_at), self._lr))
 
     def note_display_cost(self, seconds: float) -> None:
-        """Add rendering time (shown as the display overhead)."""
+        """Add time the display took on the training thread (its overhead)."""
         with self._lock:
             self._display_seconds += max(0.0, seconds)
 

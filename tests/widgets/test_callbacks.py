@@ -79,15 +79,36 @@ def test_clock_is_read_about_twenty_times_per_second_not_per_step() -> None:
 
 
 class CountingTensor(torch.Tensor):
-    """A tensor that counts the calls that would synchronise a GPU."""
+    """A tensor that passes for a device tensor (``is_cpu`` is False) and counts
+    the calls that would synchronise a GPU."""
 
     reads = 0
+
+    @property
+    def is_cpu(self) -> bool:
+        return False
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         if func in (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__float__, torch.Tensor.cpu):
             CountingTensor.reads += 1
         return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_recorded_outputs_become_the_losses_mindspore_would_print() -> None:
+    """First element of a tuple, mean of a multi-element tensor, NaN for what is not a number;
+    the same values whether the tensors are read one by one (CPU) or stacked (device)."""
+    from nbcallback.widgets.base import _losses_to_floats
+
+    def outputs(kind=torch.Tensor):
+        return [torch.tensor(1.5).as_subclass(kind), (torch.tensor([2.0, 4.0]).as_subclass(kind), 1), 3, "n/a",
+                torch.tensor([[7.0]]).as_subclass(kind), torch.tensor(2.5, dtype=torch.bfloat16).as_subclass(kind)]
+
+    expected = [1.5, 3.0, 3.0, math.nan, 7.0, 2.5]
+    for kind in (torch.Tensor, CountingTensor):
+        got = _losses_to_floats(outputs(kind))
+        assert [round(v, 6) for v in got if v == v] == [v for v in expected if v == v]
+        assert math.isnan(got[3]) and all(type(v) is float for v in got)
 
 
 def test_losses_are_read_in_batches_at_refresh_ticks_only() -> None:
