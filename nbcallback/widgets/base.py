@@ -673,7 +673,7 @@ class LiveCallback(Callback):
             frames, self._frames = self._frames, None
             if frames is not None:
                 try:
-                    frames.close()
+                    frames.close(reuse=False)
                 except Exception:  # already failing; the warning above says why
                     pass
             return None

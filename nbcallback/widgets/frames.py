@@ -10,6 +10,7 @@ respect its time budget.
 """
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from typing import Any
@@ -21,6 +22,51 @@ __all__ = ["FrameSource"]
 
 #: Seconds into a run before the first live frame is requested from the helper process.
 _HELPER_FIRST_FRAME = 0.5
+
+
+class _IdlePlots:
+    """Inline figures of finished runs, kept for the next run with the same options.
+
+    The inline path is the one-CPU path (a Binder container, a 1-CPU quota),
+    where building a figure (50-80 ms) is a visible share of a short run;
+    see :meth:`~nbcallback.widgets.plot.LossPlot.restart`.  At most
+    ``limit`` figures are kept (a figure is a few hundred KB).
+    """
+
+    def __init__(self, limit: int = 2) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._idle: list[tuple[tuple[Any, ...], Any]] = []
+
+    @staticmethod
+    def _key(options: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(sorted((name, repr(value)) for name, value in options.items()))
+
+    def take(self, options: dict[str, Any]) -> Any:
+        """A kept figure for ``options`` (restarted), or a new :class:`~nbcallback.widgets.plot.LossPlot`."""
+        key = self._key(options)
+        with self._lock:
+            for index, (kept_key, plot) in enumerate(self._idle):
+                if kept_key == key:
+                    del self._idle[index]
+                    plot.restart()
+                    return plot
+        from nbcallback.widgets.plot import LossPlot
+
+        return LossPlot(**options)
+
+    def give(self, options: dict[str, Any], plot: Any) -> None:
+        """Keep ``plot`` for a later run (the oldest one beyond ``limit`` is freed)."""
+        with self._lock:
+            self._idle.append((self._key(options), plot))
+            surplus = self._idle[: max(0, len(self._idle) - self.limit)]
+            del self._idle[: len(surplus)]
+        for _, old in surplus:
+            old.close()
+
+
+#: Figures kept between runs of this process (a cache, not a setting).
+_IDLE_PLOTS = _IdlePlots()
 
 
 class FrameSource:
@@ -67,9 +113,7 @@ class FrameSource:
 
     def _inline(self) -> Any:
         if self.inline is None:
-            from nbcallback.widgets.plot import LossPlot
-
-            self.inline = LossPlot(**self.options)
+            self.inline = _IDLE_PLOTS.take(self.options)
         return self.inline
 
     def _drop_worker(self) -> None:
@@ -170,13 +214,20 @@ class FrameSource:
                 self._drop_worker()
         return self._inline().render(data, final=True)
 
-    def close(self) -> None:
-        """Hand the helper back for the next run (see :func:`~nbcallback.widgets.plot_worker.release`)
-        and free the figure."""
+    def close(self, reuse: bool = True) -> None:
+        """Hand the helper and the inline figure back for the next run of this
+        process (``reuse=False``, after a failure: stop and free them)."""
         if self.worker is not None:
             from nbcallback.widgets.plot_worker import release
 
-            release(self.worker)
+            if reuse:
+                release(self.worker)
+            else:
+                self.worker.close()
             self.worker = None
         if self.inline is not None:
-            self.inline.close()
+            if reuse:
+                _IDLE_PLOTS.give(self.options, self.inline)
+            else:
+                self.inline.close()
+            self.inline = None

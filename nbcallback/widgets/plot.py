@@ -189,7 +189,7 @@ class LossPlot:
         self._background: Any = None
         self._drawn: list[tuple[Any, ...] | None] = []
         self._spill_check: tuple[tuple[str, ...], bool] | None = None
-        self._x_range: tuple[float, float] | None = None
+        self._layout: tuple[Any, ...] | None = None  # planned x-range and epoch marks of the figure
         self.full_draws = 0
         self.scale_draws = 0
         self.panel_draws = 0
@@ -270,7 +270,7 @@ class LossPlot:
         self._background = None
         self._drawn = [None] * count
         self._legend_texts = [[] for _ in range(count)]
-        self._x_range = data.x_range
+        self._layout = (data.x_range, data.epoch_marks)
         self.builds += 1
 
     def _configure(self, panels: list[tuple[str, list[str]]]) -> None:
@@ -350,7 +350,7 @@ class LossPlot:
         """Set the lines' data and bring the figure, its panels, y-ranges and both
         layers up to date; the canvas then holds the scale layer, ready for the lines."""
         panels = self._panels_for(data)
-        if self._fig is None or len(panels) != len(self._axes) or data.x_range != self._x_range:
+        if self._fig is None or len(panels) != len(self._axes) or (data.x_range, data.epoch_marks) != self._layout:
             self._build(data, len(panels))
         if panels != self._panels:
             self._configure(panels)
@@ -478,6 +478,27 @@ class LossPlot:
             image = image.quantize(colors=self.palette_colors, method=Image.Quantize.FASTOCTREE)
         image.save(out, format="PNG", compress_level=6)
         return out.getvalue()
+
+    def restart(self) -> None:
+        """Forget the run drawn so far but keep the figure, for the next run.
+
+        Building a figure is most of a run's plotting cost (50-80 ms; the
+        static layer with the axes is drawn once per figure).  A run with the
+        same layout (planned steps and panel count) reuses it: its first frame
+        only redraws the scale layer, with y-ranges fitted to its own data.
+        A different layout rebuilds the figure as before.
+        """
+        for line in self._lines.values():
+            line.set_data([], [])
+        for texts in self._legend_texts:
+            for text in texts:
+                text.remove()
+            texts.clear()
+        self._ylims = [None] * len(self._axes)
+        for ax in self._axes:
+            ax.set_ylim(0.0, 1.0)
+        self._background = None
+        self._drawn = [None] * len(self._axes)
 
     def close(self) -> None:
         """Let go of the figure (safe to call twice).

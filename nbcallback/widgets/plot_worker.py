@@ -22,12 +22,13 @@ notebook kernel) is re-imported or forked.  If it cannot start or dies,
 :class:`PlotWorker` reports it and the callback renders inline instead.
 
 Starting it costs ~0.7 s of CPU (the interpreter and matplotlib's import),
-taken from the same two cores training runs on, once per run.  A notebook
-trains cell after cell, so a finished run hands its helper back
-(:func:`release`) and the next run of the process takes it over
-(:func:`acquire`), with a fresh figure.  Idle helpers are kept for at most a
-minute (two at most), killed at interpreter exit, and forgotten (not
-touched) in forked children.
+taken from the same two cores training runs on.  A notebook trains cell
+after cell, so a finished run hands its helper back (:func:`release`) and
+the next run of the process takes it over (:func:`acquire`); with the same
+plot options it even keeps its figure
+(:meth:`~nbcallback.widgets.plot.LossPlot.restart`).  Idle helpers are kept
+for at most a minute (two at most), killed at interpreter exit, and
+forgotten (not touched) in forked children.
 """
 from __future__ import annotations
 
@@ -388,15 +389,20 @@ def main() -> int:
     from nbcallback.widgets.plot import LossPlot
 
     plot: LossPlot | None = None
+    options: Any = None
     while True:
         message = inbox.get()
         kind = message[0]
         if kind == "close":
             return 0
         if kind == "init":
+            if plot is not None and message[1] == options:
+                plot.restart()  # a new run with the same options keeps the figure
+                continue
             if plot is not None:
                 plot.close()
-            plot = LossPlot(**message[1])
+            options = message[1]
+            plot = LossPlot(**options)
             plot.prepare()
             continue
         if kind == "build":

@@ -10,6 +10,7 @@ import pytest
 from nbcallback.widgets import plot_worker
 from nbcallback.widgets.clock import FakeClock
 from nbcallback.widgets.frames import FrameSource
+from nbcallback.widgets.plot import LossPlot
 from nbcallback.widgets.plot_worker import PlotWorker, _IdleHelpers
 from nbcallback.widgets.state import TrainingState
 
@@ -22,6 +23,18 @@ def _no_idle_helpers():
     plot_worker._IDLE.close_all()
 
 
+def _final_state(state: TrainingState | None = None, clock: FakeClock | None = None) -> TrainingState:
+    """A one-epoch run of 100 steps, played into ``state`` (a new one by default)."""
+    clock = clock or FakeClock()
+    if state is None:
+        state = TrainingState()
+        state.start(clock(), epochs=1, steps_per_epoch=100, has_validation=False)
+    state.begin_epoch(1, clock())
+    state.record_steps(clock(), 100, [1.0 / (i + 1) for i in range(100)])
+    state.end_epoch(1, clock(), validated=False)
+    return state
+
+
 def _run(options: dict) -> tuple[FrameSource, bytes]:
     """One short run through a FrameSource with a helper; returns it (not closed) and its final PNG."""
     clock = FakeClock()
@@ -30,13 +43,18 @@ def _run(options: dict) -> tuple[FrameSource, bytes]:
     frames = FrameSource(options, live=True, use_process=True, interval=2.0, budget=0.01)
     assert frames.worker is not None, "no helper process could start"
     frames.begin(clock(), state)
-    state.begin_epoch(1, clock())
-    state.record_steps(clock(), 100, [1.0 / (i + 1) for i in range(100)])
-    state.end_epoch(1, clock(), validated=False)
+    _final_state(state, clock)
     frames.request_final(state)
     png = frames.final_frame(state)
     assert png is not None and frames.worker is not None, "the helper failed"
     return frames, png
+
+
+def _pixels(png: bytes) -> bytes:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        return image.convert("RGB").tobytes()
 
 
 def _width(png: bytes) -> int:
@@ -55,8 +73,15 @@ def test_the_next_run_takes_over_the_helper_with_its_own_options() -> None:
     second, png = _run({"width": 9.0, "dpi": 80})
     assert second.worker.pid == pid, "a new helper was started although one was idle"
     assert _width(png) == 720, "the reused helper kept the previous run's options"
-    worker = second.worker
     second.close()
+    # The same options again: the helper keeps its figure (LossPlot.restart); same picture as a new plot.
+    third, png = _run({"width": 9.0, "dpi": 80})
+    assert third.worker.pid == pid
+    reference = LossPlot(width=9.0, dpi=80)
+    assert _pixels(png) == _pixels(reference.render(_final_state().plot_data(), final=True))
+    reference.close()
+    worker = third.worker
+    third.close()
     plot_worker._IDLE.close_all()
     worker._process.wait(5)
     assert not worker.alive

@@ -224,6 +224,77 @@ def test_a_prebuilt_figure_draws_the_same_first_frame_without_a_full_redraw() ->
     fresh.close()
 
 
+def _fit_frames(plot, epochs: int, steps: int, scale: float) -> list[bytes]:
+    """The frames of a small fit drawn by ``plot``: two live frames per epoch and one after each evaluation."""
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=epochs, steps_per_epoch=steps, has_validation=True, eval_steps=10)
+    frames = []
+    for epoch in range(1, epochs + 1):
+        state.begin_epoch(epoch, clock())
+        for half in (1, 2):
+            done = state.global_step
+            step = (epoch - 1) * steps + half * steps // 2
+            state.record_steps(clock(), step, [scale / (1 + i / 50) for i in range(done, step)])
+            frames.append(plot.render(state.plot_data()))
+        state.add_eval_row(clock(), {"accuracy": 0.5 + 0.1 * epoch, "eval_loss": scale / (2 + epoch)},
+                           epoch=epoch, step=state.global_step)
+        state.end_epoch(epoch, clock(), validated=True)
+        frames.append(plot.render(state.plot_data(), final=epoch == epochs))
+    return frames
+
+
+def test_a_restarted_plot_draws_the_next_run_like_a_new_one() -> None:
+    """The next run keeps the figure (no rebuild when the layout is the same) and its frames are
+    pixel-identical to those of a new plot; another layout (here: other epoch marks) rebuilds."""
+    from nbcallback.widgets.plot import LossPlot
+
+    kept = LossPlot()
+    _fit_frames(kept, epochs=2, steps=200, scale=3.0)
+    assert kept.builds == 1
+    kept.restart()
+    again = _fit_frames(kept, epochs=2, steps=200, scale=0.8)  # other y-ranges, same layout
+    assert kept.builds == 1, "the same layout rebuilt the figure"
+    fresh = _fit_frames(LossPlot(), epochs=2, steps=200, scale=0.8)
+    assert [_pixels(a) for a in again] == [_pixels(b) for b in fresh]
+    kept.restart()
+    other = _fit_frames(kept, epochs=4, steps=100, scale=0.8)  # same 400 steps, other epoch marks
+    assert kept.builds == 2
+    assert _pixels(other[-1]) == _pixels(_fit_frames(LossPlot(), epochs=4, steps=100, scale=0.8)[-1])
+    kept.close()
+
+
+def test_inline_figures_are_kept_for_the_next_run_with_the_same_options() -> None:
+    from nbcallback.widgets import frames as frames_module
+    from nbcallback.widgets.frames import FrameSource
+
+    idle = frames_module._IdlePlots(limit=1)
+    original = frames_module._IDLE_PLOTS
+    frames_module._IDLE_PLOTS = idle
+    try:
+        def run(options):
+            clock = FakeClock()
+            state = TrainingState()
+            state.start(clock(), epochs=1, steps_per_epoch=50, has_validation=False)
+            source = FrameSource(options, live=True, use_process=False, interval=2.0, budget=0.01)
+            state.begin_epoch(1, clock())
+            state.record_steps(clock(), 50, [1.0 / (i + 1) for i in range(50)])
+            png = source.final_frame(state)
+            plot = source.inline
+            source.close()
+            return plot, png
+
+        first, _ = run({"dpi": 80})
+        second, png = run({"dpi": 80})
+        assert second is first and first.builds == 1, "the figure was not reused"
+        third, small = run({"dpi": 40})
+        assert third is not first and len(small) < len(png)
+        fourth, _ = run({"dpi": 80})
+        assert fourth is not first, "beyond the limit the oldest figure is freed"
+    finally:
+        frames_module._IDLE_PLOTS = original
+
+
 def test_tick_labels_stand_on_their_own() -> None:
     """The axes are drawn without matplotlib's offset text, so each label must carry its full value."""
     from nbcallback.widgets.plot import _step_label, _value_label
