@@ -470,7 +470,7 @@ class LiveCallback(Callback):
         # only make the end of the run wait for two frames instead of one.
         last = epoch >= int(cb_params.get("epoch_num", epoch)) or run_context.get_stop_requested()
         self._refresh(now, force=True, plot=not last)
-        if last and self._frames is not None and self.mode != "off" and not self._display_failed:
+        if last and self._frames is not None and not self._display_failed:
             self._guard_plot(lambda: self._frames.request_final(self.state))
         self._guard(lambda: self.renderer.event("epoch_end", self.state.view(now, live_rows=self.live_rows)))
 

@@ -91,7 +91,7 @@ def progress_parts(view: View) -> dict[str, str]:
         total = view.eval_steps if view.eval_steps is not None else "?"
         parts["steps"] = f"{view.eval_step}/{total}"
         parts["rate"] = rate(view.eval_rate)
-        parts["time"] = f"{duration(view.elapsed)}<{duration(view.eta_total)}" if running else duration(view.elapsed)
+        eta = view.eta_total
         parts["eta_total"] = ""
     else:
         last = view.last_epoch if view.last_epoch is not None else "?"
@@ -108,14 +108,13 @@ def progress_parts(view: View) -> dict[str, str]:
             if view.samples_rate is not None:
                 text += " · " + rate(view.samples_rate, "samples")
             parts["rate"] = text
-        parts["time"] = f"{duration(view.elapsed)}<{duration(view.eta_train)}"
-        if not running:
-            parts["time"] = duration(view.elapsed)  # an ended run has no time left to predict
-            parts["eta_total"] = ""
-        elif view.eta_total is not None and view.eta_total != view.eta_train:
+        eta = view.eta_train
+        if running and view.eta_total is not None and view.eta_total != view.eta_train:
             parts["eta_total"] = "total ETA " + ("~" if view.eta_total_estimated else "") + duration(view.eta_total)
         else:
             parts["eta_total"] = ""
+    # An ended run has no time left to predict.
+    parts["time"] = f"{duration(view.elapsed)}<{duration(eta)}" if running else duration(view.elapsed)
     parts["loss"] = f"loss {number(view.loss)}" if view.loss is not None else ""
     parts["lr"] = f"lr {number(view.lr, 3)}" if view.lr is not None else ""
     return parts

@@ -193,17 +193,16 @@ class FrameSource:
         A frame asked for by :meth:`request_final` is used when the plotted data
         has not changed since; otherwise a new one is drawn.
         """
-        data = state.plot_data()
         worker = self.worker
         if worker is not None and worker.alive:
             got: tuple[bytes | None, float] | None = None
-            if self._final_version == data.version:
+            if self._final_version == state.plot_version:
                 got = worker.wait(timeout)
             else:
                 if worker.busy:
                     worker.wait(timeout)
                 try:
-                    worker.submit(data, final=True)
+                    worker.submit(state.plot_data(), final=True)
                     got = worker.wait(timeout)
                 except RuntimeError:
                     got = None
@@ -212,7 +211,7 @@ class FrameSource:
                 return got[0]
             if worker.error is not None or not worker.alive:
                 self._drop_worker()
-        return self._inline().render(data, final=True)
+        return self._inline().render(state.plot_data(), final=True)
 
     def close(self, reuse: bool = True) -> None:
         """Hand the helper and the inline figure back for the next run of this

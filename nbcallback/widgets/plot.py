@@ -187,7 +187,7 @@ class LossPlot:
         self._columns: list[Any] = []
         self._column_edges: list[float] = []
         self._background: Any = None
-        self._drawn: list[tuple[Any, ...] | None] = []
+        self._drawn: list[tuple[Any, ...]] = []  # per panel (title, y-range, legend rows) in the scale layer
         self._spill_check: tuple[tuple[str, ...], bool] | None = None
         self._layout: tuple[Any, ...] | None = None  # planned x-range and epoch marks of the figure
         self.full_draws = 0
@@ -265,10 +265,7 @@ class LossPlot:
         self._axes = list(axes)
         self._panels = []
         self._ylims = [None] * count
-        self._static = None
-        self._columns = []
-        self._background = None
-        self._drawn = [None] * count
+        self._static = None  # the next render draws both layers anew
         self._legend_texts = [[] for _ in range(count)]
         self._layout = (data.x_range, data.epoch_marks)
         self.builds += 1
@@ -410,7 +407,7 @@ class LossPlot:
         self._columns = [canvas.copy_from_bbox(Bbox.from_extents(edges[i], 0, edges[i + 1], height))
                          for i in range(len(self._axes))]
         self._background = None
-        self._drawn = [None] * len(self._axes)
+        self._drawn = []
         self.full_draws += 1
 
     def _draw_scales(self, canvas: Any, scales: list[tuple[Any, ...]]) -> None:
@@ -423,22 +420,23 @@ class LossPlot:
         would be cut by its neighbour's redraw) makes it a redraw of every panel.
         """
         renderer = canvas.get_renderer()
-        everything = self._background is None or None in self._drawn or self._titles_spill(renderer)
+        everything = self._background is None or self._titles_spill(renderer)
         canvas.restore_region(self._static if everything else self._background)
-        for index, (scale, drawn) in enumerate(zip(scales, self._drawn)):
-            if not everything and scale == drawn:
+        for index, scale in enumerate(scales):
+            drawn = None if everything else self._drawn[index]
+            if scale == drawn:
                 continue
             labels = scale[2]
-            if everything or drawn is None or scale[:2] != drawn[:2] or labels[: len(drawn[2])] != drawn[2]:
-                if not everything:
+            if drawn is not None and scale[:2] == drawn[:2] and labels[: len(drawn[2])] == drawn[2]:
+                kept = len(drawn[2])  # only new legend rows
+            else:
+                if drawn is not None:
                     canvas.restore_region(self._columns[index])
                 ax = self._axes[index]
                 ax.title.draw(renderer)
                 _draw_ticks(ax.yaxis, renderer)
                 self.panel_draws += 1
                 kept = 0
-            else:
-                kept = len(drawn[2])  # only new legend rows
             texts = self._legend_texts[index]
             for text in texts[kept:]:
                 text.remove()
@@ -498,7 +496,7 @@ class LossPlot:
         for ax in self._axes:
             ax.set_ylim(0.0, 1.0)
         self._background = None
-        self._drawn = [None] * len(self._axes)
+        self._drawn = []
 
     def close(self) -> None:
         """Let go of the figure (safe to call twice).

@@ -174,7 +174,6 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-
 def _advance_rate(
     mark: tuple[float, int] | None, rate: float | None, now: float, step: int, smoothing: float
 ) -> tuple[tuple[float, int] | None, float | None]:
@@ -190,6 +189,7 @@ def _advance_rate(
         return mark, rate
     inst = ds / dt
     return (now, step), inst if rate is None else smoothing * inst + (1 - smoothing) * rate
+
 
 class TrainingState:
     """Counters, rates, ETAs, loss series and the evaluation table of one run.
