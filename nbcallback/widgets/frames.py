@@ -187,25 +187,37 @@ class FrameSource:
             return
         self._final_version = data.version
 
+    def start_final(self, state: TrainingState) -> None:
+        """Make sure the helper is drawing the final frame of ``state`` (no wait).
+
+        The frame asked for by :meth:`request_final` is kept when the plotted
+        data has not changed since; otherwise a new one is asked for (after a
+        frame still in flight).  The caller can then do its other end-of-run
+        work (the HTML snapshot) while the helper draws, and collect the frame
+        with :meth:`final_frame`.  Inline: nothing to do.
+        """
+        worker = self.worker
+        if worker is None or not worker.alive or self._final_version == state.plot_version:
+            return
+        if worker.busy:
+            got = worker.wait(15.0)
+            if got is not None and got[0] is not None:
+                self.worker_seconds += got[1]
+        try:
+            worker.submit(state.plot_data(), final=True)
+        except RuntimeError:
+            return  # final_frame finds it dead and draws inline
+        self._final_version = state.plot_version
+
     def final_frame(self, state: TrainingState, timeout: float = 15.0) -> bytes | None:
         """The last frame of the run (waits for the helper; inline when it is not there).
 
-        A frame asked for by :meth:`request_final` is used when the plotted data
-        has not changed since; otherwise a new one is drawn.
+        Starts it first when :meth:`start_final` has not (or the data changed since).
         """
+        self.start_final(state)
         worker = self.worker
         if worker is not None and worker.alive:
-            got: tuple[bytes | None, float] | None = None
-            if self._final_version == state.plot_version:
-                got = worker.wait(timeout)
-            else:
-                if worker.busy:
-                    worker.wait(timeout)
-                try:
-                    worker.submit(state.plot_data(), final=True)
-                    got = worker.wait(timeout)
-                except RuntimeError:
-                    got = None
+            got = worker.wait(timeout)
             if got is not None and got[0] is not None:
                 self.worker_seconds += got[1]
                 return got[0]

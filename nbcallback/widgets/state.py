@@ -703,6 +703,11 @@ class TrainingState:
                 expects_evals=self._has_validation,
             )
 
+    def has_plot_points(self) -> bool:
+        """Whether a plot of the run would show anything (a loss or an evaluation point)."""
+        with self._lock:
+            return len(self._raw) > 0 or any(len(series) for series in self._evals.values())
+
     def loss_points(self) -> int:
         """How many raw loss values were recorded."""
         with self._lock:

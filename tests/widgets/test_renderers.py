@@ -349,3 +349,80 @@ def test_a_dying_plot_helper_falls_back_to_inline(sink: FakeDisplay, monkeypatch
     assert plot.view().status == "finished"
     assert plot.last_png is not None and plot.last_png[:4] == b"\x89PNG"
     assert base64.b64decode(sink.handles[-1].bundles[-1]["image/png"]) == plot.last_png
+
+
+def test_the_snapshot_goes_out_while_the_final_frame_is_drawn(sink: FakeDisplay) -> None:
+    """The HTML snapshot replaces the live view before the renderer waits for the final PNG
+    (the plot helper draws it meanwhile); when no PNG comes after all, the snapshot's text
+    no longer points to a plot."""
+    state, view = _view()
+    for png, has_plot in ((b"\x89PNG-final", True), (None, False)):
+        renderer = WidgetRenderer(LiveLossPlot._PARTS)
+        renderer.open(view)
+        html, plot = sink.handles[-2], sink.handles[-1]
+        seen_when_drawn: list[int] = []
+
+        def final_png() -> bytes | None:
+            seen_when_drawn.append(len(html.bundles))
+            return png
+
+        renderer.finish(view, final_png)
+        assert seen_when_drawn == [2], "the renderer waited for the PNG before sending the snapshot"
+        assert "text/html" in html.bundles[-1]
+        assert ("(loss plot: the PNG output below)" in html.bundles[-1]["text/plain"]) is has_plot
+        assert ("image/png" in plot.bundles[-1]) is has_plot
+        assert renderer.closed
+
+
+class _Publisher:
+    """The parts of ipykernel's display publisher that ``replace_output`` uses."""
+
+    def __init__(self, hooks: list[Any]) -> None:
+        self.sent: list[tuple[Any, dict[str, Any], Any]] = []
+        self.session = self
+        self.pub_socket = "iopub"
+        self.topic = b"display_data"
+        self.parent_header = {"msg_id": "cell-1"}
+        self._hooks = hooks
+
+    def msg(self, msg_type: str, content: dict[str, Any], parent: Any) -> dict[str, Any]:
+        return {"msg_type": msg_type, "content": content, "parent_header": parent}
+
+    def send(self, socket: Any, message: dict[str, Any], ident: Any = None) -> None:
+        self.sent.append((socket, message, ident))
+
+
+def test_replace_output_sends_the_update_without_flushing_the_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a kernel the update is one update_display_data message for the handle's display_id,
+    with the cell's parent header, through the display hooks; elsewhere IPython's own update."""
+    import IPython
+
+    from nbcallback.widgets.render_widget import replace_output
+
+    class Handle:
+        display_id = "abc"
+
+        def __init__(self) -> None:
+            self.updates: list[Any] = []
+
+        def update(self, obj: Any, raw: bool = False) -> None:
+            self.updates.append((obj, raw))
+
+    hooked: list[str] = []
+    publisher = _Publisher([lambda m: hooked.append(m["msg_type"]) or m])
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"display_pub": publisher})())
+    handle = Handle()
+    replace_output(handle, {"text/plain": "done"})
+    assert handle.updates == [] and hooked == ["update_display_data"]
+    ((socket, message, ident),) = publisher.sent
+    assert socket == "iopub" and ident == b"display_data"
+    assert message["content"] == {"data": {"text/plain": "done"}, "metadata": {}, "transient": {"display_id": "abc"}}
+    assert message["parent_header"] == {"msg_id": "cell-1"}
+
+    publisher._hooks.append(lambda m: None)  # a hook that takes the message (e.g. a capture)
+    replace_output(handle, {"text/plain": "again"})
+    assert len(publisher.sent) == 1
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # a plain Python process
+    replace_output(handle, {"text/plain": "plain"})
+    assert handle.updates == [({"text/plain": "plain"}, True)]
