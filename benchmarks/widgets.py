@@ -4,13 +4,16 @@ Measures, on this machine:
 
 1. **Display overhead in a real kernel** -- the tutorial MLP (784-512-512-10,
    batch 64, SGD) on MNIST-shaped tensors, ``model.fit(EPOCHS, 938 steps,
-   157 validation steps)``, run in an ipykernel through nbclient, alternating
-   "no display callback" / ProgressBar / LiveLossPlot (default, forced
-   inline, forced helper process) / Dashboard, in rotating order, one run per
-   cell.  Reported: median wall and CPU time per config, the median of the
-   paired ratios to the run without callbacks, and the time the callback
-   itself measured on the training thread (``display_seconds``: live refreshes
-   plus the final snapshot), which is the least noisy figure on a shared VM.
+   157 validation steps)``, run in an ipykernel through nbclient, one run per
+   cell: ProgressBar / LiveLossPlot (default, forced inline, forced helper
+   process) / Dashboard, each run right next to a run without display
+   callbacks (in alternating order), so each pair shares the machine's load.  Reported: median wall and CPU time per config, the median of the
+   paired ratios to the run without callbacks (wall, process CPU, and the
+   training thread's own CPU time, which leaves out time the thread spent
+   preempted by other tenants), and the time the callback itself measured on
+   the training thread (``display_seconds``: every hook that does work,
+   including opening the view and waiting for the final frame), which is the
+   least noisy figure on a shared VM.
 2. **Front-end traffic** per run: iopub messages per second (average and
    1-second peak) and bytes per second during the live phase, plus the size of
    each run's saved cell and the widget models left in the saved notebook.
@@ -67,9 +70,10 @@ FACTORIES = {{"none": lambda: [], "ProgressBar": lambda: [ProgressBar()],
 RESULTS = []
 def run(name, rep):
     callbacks = FACTORIES[name]()
-    w0, c0 = time.perf_counter(), time.process_time()
+    w0, c0, t0 = time.perf_counter(), time.process_time(), time.thread_time()
     model.fit(EPOCHS, train, valid, callbacks=callbacks)
     RESULTS.append({{"config": name, "rep": rep, "wall": time.perf_counter() - w0, "cpu": time.process_time() - c0,
+                    "thread_cpu": time.thread_time() - t0,
                     "display": callbacks[0].view().display_seconds if callbacks else 0.0,
                     "final": callbacks[0].final_seconds if callbacks else 0.0,
                     "frames": callbacks[0].plot_frames if callbacks else 0}})
@@ -84,12 +88,16 @@ def kernel_benchmark(reps: int, epochs: int, steps: int, eval_steps: int, seed: 
 
     order = list(configs)
     cells = [f"for name in {order!r}:\n    run(name, -1)"]  # warm-up: imports, first figure, caches
+    # Each display configuration runs right next to its own run without callbacks, in
+    # alternating order (A B, then B A), so a pair shares the machine's state of the moment.
     plan = []
+    others = order[1:]
     for rep in range(reps):
-        rotated = order[rep % len(order):] + order[: rep % len(order)]
-        for name in rotated:
-            plan.append((name, rep))
-            cells.append(f"run({name!r}, {rep})")
+        for index, name in enumerate(others[rep % len(others):] + others[: rep % len(others)]):
+            pair = [("none", f"{name}:{rep}"), (name, f"{name}:{rep}")]
+            plan += pair if (rep + index) % 2 == 0 else pair[::-1]
+    for name, pair in plan:
+        cells.append(f"run({name!r}, {pair!r})")
     cells.append("print('RESULTS=' + json.dumps(RESULTS))")
     nb = make_notebook([KERNEL_SETUP.format(seed=seed, steps=steps, eval_steps=eval_steps, epochs=epochs)] + cells,
                        setup=False)
@@ -99,9 +107,9 @@ def kernel_benchmark(reps: int, epochs: int, steps: int, eval_steps: int, seed: 
         saved_bytes = path.stat().st_size
     text = "".join(o.get("text", "") for o in saved.cells[-1].outputs if o.get("output_type") == "stream")
     results = json.loads(text.split("RESULTS=", 1)[1])
-    results = [r for r in results if r["rep"] >= 0]
+    results = [r for r in results if r["rep"] != -1]
     traffic: dict[str, list[dict]] = {name: [] for name in configs}
-    for index, (name, _rep) in enumerate(plan):
+    for index, (name, _pair) in enumerate(plan):
         cell_index = index + 2  # setup, warm-up
         stats = traffic_stats(client.cell_messages(cell_index))
         stats["saved_cell_bytes"] = len(json.dumps(saved.cells[cell_index]))
@@ -115,19 +123,21 @@ def summarize_kernel(data: dict) -> dict:
     runs = data["runs"]
     configs = data.get("configs", CONFIGS)
     by = {name: [r for r in runs if r["config"] == name] for name in configs}
-    base = {r["rep"]: r for r in by["none"]}
+    base = {r["rep"]: r for r in by["none"]}  # "rep" names the pair: the bare run next to each run
     summary = {}
     for name in configs:
         walls = [r["wall"] for r in by[name]]
         cpus = [r["cpu"] for r in by[name]]
         paired_wall = [r["wall"] / base[r["rep"]]["wall"] for r in by[name] if r["rep"] in base]
         paired_cpu = [r["cpu"] / base[r["rep"]]["cpu"] for r in by[name] if r["rep"] in base]
+        paired_thread = [r["thread_cpu"] / base[r["rep"]]["thread_cpu"] for r in by[name] if r["rep"] in base]
         traffic = data["traffic"][name]
         entry = {
             "median_wall_s": statistics.median(walls),
             "median_cpu_s": statistics.median(cpus),
             "ratio_wall_median_of_pairs": statistics.median(paired_wall),
             "ratio_cpu_median_of_pairs": statistics.median(paired_cpu),
+            "ratio_training_thread_cpu_median_of_pairs": statistics.median(paired_thread),
             "ratio_wall_of_medians": statistics.median(walls) / statistics.median([r["wall"] for r in by["none"]]),
             "display_seconds_median": statistics.median(r["display"] for r in by[name]),
             "display_share_of_wall_median": statistics.median(r["display"] / r["wall"] for r in by[name]),
