@@ -57,12 +57,13 @@ class LiveLossPlot(LiveCallback):
         dpi: int = 80,
         **kwargs: Any,
     ) -> None:
-        super().__init__(display, **kwargs)
+        # Set before the base class runs: it may start a plot helper with these options.
         self.save_path = Path(save_path) if save_path is not None else None
         self.groups = dict(groups) if groups else None
         self.width = float(width)
         self.height = float(height)
         self.dpi = int(dpi)
+        super().__init__(display, **kwargs)
 
     def _wants_png(self) -> bool:
         return super()._wants_png() or self.save_path is not None

@@ -51,51 +51,84 @@ _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 FinalPng = Union[bytes, None, Callable[[], Union[bytes, None]]]
 
 
-def replace_output(handle: Any, bundle: dict[str, Any]) -> None:
-    """Replace the output behind ``handle`` (an ``IPython.display.DisplayHandle``) with ``bundle``.
-
-    ``DisplayHandle.update`` first flushes stdout and stderr, each a round trip
-    to the kernel's IO thread (0.2 ms on an idle kernel, 2-3 ms per update on
-    a busy 2-core machine), so that a *new* output lands after what was
-    printed before it.  An update replaces an output in place, where order
-    does not matter, so in an ipykernel it is sent as the kernel would send it
-    (same parent header, through the display hooks, e.g. an ``Output``
-    widget's capture), only without the flushes.  Anywhere else (another
-    kernel, a terminal IPython) it is a plain ``handle.update``.
-    """
+def _kernel_publisher() -> Any:
+    """ipykernel's display publisher when a display message can be sent through it
+    directly (its session, socket, parent header and hooks are there), else None."""
     try:
         from IPython import get_ipython
 
         publisher = getattr(get_ipython(), "display_pub", None)
-        session = getattr(publisher, "session", None)
-        socket = getattr(publisher, "pub_socket", None)
-        hooks = getattr(publisher, "_hooks", None)
-        parent = getattr(publisher, "parent_header", None)
-    except Exception:  # an unusual shell: use IPython's own path
-        session = None
-    if session is None or socket is None or hooks is None or parent is None:
+        needed = ("session", "pub_socket", "_hooks", "parent_header")
+        if publisher is None or any(getattr(publisher, name, None) is None for name in needed):
+            return None
+        return publisher
+    except Exception:  # an unusual shell: IPython's own path is used
+        return None
+
+
+def _send_display(publisher: Any, msg_type: str, bundle: dict[str, Any], display_id: str) -> None:
+    """Send a ``display_data`` / ``update_display_data`` message as ipykernel would
+    (same parent header, through the display hooks, e.g. an ``Output`` widget's
+    capture), only without first flushing stdout and stderr."""
+    content = {"data": bundle, "metadata": {}, "transient": {"display_id": display_id}}
+    message = publisher.session.msg(msg_type, content, parent=publisher.parent_header)
+    for hook in list(publisher._hooks):
+        message = hook(message)
+        if message is None:  # taken by the hook
+            return
+    publisher.session.send(publisher.pub_socket, message, ident=getattr(publisher, "topic", None))
+
+
+def replace_output(handle: Any, bundle: dict[str, Any]) -> None:
+    """Replace the output behind ``handle`` (an ``IPython.display.DisplayHandle``) with ``bundle``.
+
+    ``DisplayHandle.update`` first flushes stdout and stderr, each a round trip
+    to the kernel's IO thread (0.2 ms on an idle kernel, 1-3 ms on a busy
+    2-core machine), so that a *new* output lands after what was printed
+    before it.  An update replaces an output in place, where order does not
+    matter, so in an ipykernel it is sent without the flushes.  Anywhere else
+    (another kernel, a terminal IPython) it is a plain ``handle.update``.
+    """
+    publisher = _kernel_publisher()
+    if publisher is None:
         handle.update(bundle, raw=True)
         return
-    content = {"data": bundle, "metadata": {}, "transient": {"display_id": handle.display_id}}
-    message = session.msg("update_display_data", content, parent=parent)
-    for hook in list(hooks):
-        message = hook(message)
-        if message is None:  # taken by the hook (e.g. captured elsewhere)
-            return
-    session.send(socket, message, ident=getattr(publisher, "topic", None))
+    _send_display(publisher, "update_display_data", bundle, handle.display_id)
 
 
-def _send_snapshot(handle: Any, view: View, parts: frozenset[str], png: FinalPng) -> bytes | None:
+def display_next(bundle: dict[str, Any]) -> Any:
+    """Display ``bundle`` as a new output right after one this thread has just displayed;
+    returns its ``DisplayHandle``.
+
+    The flushes of ``display`` keep a new output after earlier prints; the
+    output just before it already flushed them, and nothing of this thread
+    was printed in between, so in an ipykernel it is sent without them.
+    """
+    from IPython.display import DisplayHandle, display
+
+    publisher = _kernel_publisher()
+    if publisher is None:
+        return display(bundle, raw=True, display_id=True)
+    handle = DisplayHandle()
+    _send_display(publisher, "display_data", bundle, handle.display_id)
+    return handle
+
+
+def _send_snapshot(
+    handle: Any, view: View, parts: frozenset[str], png: FinalPng, meanwhile: Callable[[], None] | None = None
+) -> bytes | None:
     """Replace the first output with the snapshot, then collect the final PNG.
 
     The HTML goes out first: when ``png`` is still being drawn (a callable),
-    the snapshot is built and sent meanwhile, and the run only waits for what
-    is left of the drawing.  Should no PNG come after all, the snapshot's
-    text is sent again without its pointer to the plot.
+    the snapshot is built and sent meanwhile (and ``meanwhile`` runs), and the
+    run only waits for what is left of the drawing.  Should no PNG come after
+    all, the snapshot's text is sent again without its pointer to the plot.
     """
     promised = png is not None
     if handle is not None:
         replace_output(handle, snapshot_bundle(view, parts, has_plot=promised))
+    if meanwhile is not None:
+        meanwhile()
     if callable(png):
         png = png()
         if png is None and handle is not None:
@@ -186,7 +219,7 @@ class WidgetRenderer:
         if self.shows_plot:
             self._image = widgets.Image(value=_EMPTY_PNG, format="png", layout=layout)
             self._widgets += [w for w in _all_models(self._image) if w not in self._widgets]
-            self._plot_handle = display(_widget_bundle(self._image, "(live loss plot)"), raw=True, display_id=True)
+            self._plot_handle = display_next(_widget_bundle(self._image, "(live loss plot)"))
         self.models_opened = len(self._widgets)
         if self._release_routing:
             for control in (self._button, self._lr):
@@ -247,7 +280,7 @@ class WidgetRenderer:
         if self.closed:
             return
         try:
-            png = _send_snapshot(self._handle, view, self.parts, png)
+            png = _send_snapshot(self._handle, view, self.parts, png, meanwhile=self._close_view_models)
             if self._plot_handle is not None:
                 replace_output(self._plot_handle, plot_bundle(view, png))
         finally:
@@ -268,6 +301,19 @@ class WidgetRenderer:
                 replace_output(self._plot_handle, {"text/plain": "(no loss plot: the display failed)"})
         finally:
             self._close_models()
+
+    def _close_view_models(self) -> None:
+        """Close the models of the first output (replaced by the snapshot), except those
+        the plot's Image still uses (the shared layout); the final frame may still be
+        on its way."""
+        keep = {id(model) for model in _all_models(self._image)} if self._image is not None else set()
+        if self._html is not None and self._last_html:
+            self._html.value = ""  # blank what is heavy: clients that ignore comm_close keep the last state
+            self._last_html = ""
+        closing = [model for model in self._widgets if id(model) not in keep]
+        self._widgets = [model for model in self._widgets if id(model) in keep]
+        for model in reversed(closing):
+            model.close()
 
     def _close_models(self) -> None:
         self.closed = True
@@ -338,7 +384,7 @@ class StaticRenderer:
         self._last = bundle["text/html"]
         self._handle = display(bundle, raw=True, display_id=True)
         if "plot" in self.parts:  # keep the plot's place next to the progress
-            self._plot_handle = display({"text/plain": PLOT_PENDING}, raw=True, display_id=True)
+            self._plot_handle = display_next({"text/plain": PLOT_PENDING})
 
     def update(self, view: View, png: bytes | None) -> None:
         """Re-send the HTML when it changed."""

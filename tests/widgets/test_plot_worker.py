@@ -138,3 +138,33 @@ def test_a_forked_child_leaves_the_parents_helpers_alone() -> None:
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0, "the forked child inherited the idle helpers"
     assert worker.alive and len(plot_worker._IDLE) == 1
+
+
+def test_a_plot_callback_created_in_a_notebook_starts_its_helper_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Created in a kernel, a LiveLossPlot imports ipywidgets and puts a helper (with its plot
+    options) into the idle pool; the first run takes that helper over.  In a script, or drawing
+    inline, nothing is started."""
+    import sys
+
+    from nbcallback.widgets import LiveLossPlot, ProgressBar
+
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: False)
+    LiveLossPlot(plot_process=True)
+    assert len(plot_worker._IDLE) == 0, "a script started a helper"
+
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    ProgressBar()
+    LiveLossPlot(plot_process=False)
+    assert len(plot_worker._IDLE) == 0, "a callback without a helper started one"
+    callback = LiveLossPlot(plot_process=True, width=5.0)
+    assert "ipywidgets" in sys.modules
+    assert len(plot_worker._IDLE) == 1
+    LiveLossPlot(plot_process=True)
+    assert len(plot_worker._IDLE) == 1, "one idle helper is enough"
+    (_, waiting), = plot_worker._IDLE._idle
+    assert waiting.alive
+    frames = FrameSource(callback._plot_options(), live=True, use_process=True, interval=2.0, budget=0.01)
+    try:
+        assert frames.worker is waiting and len(plot_worker._IDLE) == 0
+    finally:
+        frames.close(reuse=False)

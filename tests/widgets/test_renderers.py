@@ -362,12 +362,17 @@ def test_the_snapshot_goes_out_while_the_final_frame_is_drawn(sink: FakeDisplay)
         html, plot = sink.handles[-2], sink.handles[-1]
         seen_when_drawn: list[int] = []
 
+        open_when_drawn: list[tuple[bool, bool]] = []
+
         def final_png() -> bytes | None:
             seen_when_drawn.append(len(html.bundles))
+            open_when_drawn.append((renderer._html.comm is not None, renderer._image.comm is not None))
             return png
 
         renderer.finish(view, final_png)
         assert seen_when_drawn == [2], "the renderer waited for the PNG before sending the snapshot"
+        assert open_when_drawn == [(False, True)], "the live view's models are closed while the frame is drawn"
+        assert renderer._image.comm is None and renderer._widgets == []
         assert "text/html" in html.bundles[-1]
         assert ("(loss plot: the PNG output below)" in html.bundles[-1]["text/plain"]) is has_plot
         assert ("image/png" in plot.bundles[-1]) is has_plot
@@ -426,3 +431,27 @@ def test_replace_output_sends_the_update_without_flushing_the_streams(monkeypatc
     monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # a plain Python process
     replace_output(handle, {"text/plain": "plain"})
     assert handle.updates == [({"text/plain": "plain"}, True)]
+
+
+def test_display_next_shows_a_new_output_with_its_own_display_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plot's output slot right after the progress output: a display_data message with a new
+    display_id, sent directly in a kernel (the output before it flushed the streams)."""
+    import IPython
+    import IPython.display
+
+    from nbcallback.widgets.render_widget import display_next, replace_output
+
+    publisher = _Publisher([])
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"display_pub": publisher})())
+    handle = display_next({"text/plain": "slot"})
+    ((_, message, _),) = publisher.sent
+    assert message["msg_type"] == "display_data"
+    assert message["content"]["transient"] == {"display_id": handle.display_id} and handle.display_id
+    replace_output(handle, {"text/plain": "filled"})
+    assert publisher.sent[-1][1]["content"]["transient"] == {"display_id": handle.display_id}
+
+    shown: list[Any] = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)) or "handle")
+    assert display_next({"text/plain": "plain"}) == "handle"
+    assert shown == [({"text/plain": "plain"}, {"raw": True, "display_id": True})]
