@@ -76,6 +76,11 @@ def default_groups(names: Sequence[str], max_panels: int = 3) -> list[tuple[str,
 def _data_range(series: Sequence[Sequence[float]]) -> tuple[float, float] | None:
     low, high = math.inf, -math.inf
     for ys in series:
+        if not len(ys):
+            continue
+        if math.isfinite(sum(ys)):  # no NaN or inf in it: min and max at C speed
+            low, high = min(low, min(ys)), max(high, max(ys))
+            continue
         for value in ys:
             if value == value and value not in (math.inf, -math.inf):
                 if value < low:
@@ -197,7 +202,7 @@ class LossPlot:
         self._column_edges: list[float] = []
         self._background: Any = None
         self._drawn: list[tuple[Any, ...]] = []  # per panel (title, y-range, legend rows) in the scale layer
-        self._spill_check: tuple[tuple[str, ...], bool] | None = None
+        self._spills: dict[tuple[int, str], bool] = {}  # (panel, title) -> reaches beyond its column
         self._layout: tuple[Any, ...] | None = None  # planned x-range and epoch marks of the figure
         self.full_draws = 0
         self.scale_draws = 0
@@ -261,6 +266,7 @@ class LossPlot:
             # Drawn by hand: the x-axis into the static layer, the y-axis and title into the scale layer.
             ax.xaxis.set_animated(True)
             ax.yaxis.set_animated(True)
+            ax.set_title("", fontsize=10, y=1.0, pad=4)  # _configure only changes the text
             ax.title.set_animated(True)
             for mark in marks:
                 ax.axvline(mark, color="0.6", linewidth=0.7, linestyle=":", zorder=0)
@@ -286,11 +292,13 @@ class LossPlot:
 
     def _configure(self, panels: list[tuple[str, list[str]]]) -> None:
         """Titles and metric lines of each panel (same panel count as the figure)."""
+        from matplotlib.lines import Line2D
+
         for index, (ax, (title, members)) in enumerate(zip(self._axes, panels)):
             previous = self._panels[index] if index < len(self._panels) else None
             if previous is not None and previous == (title, members):
                 continue
-            ax.set_title(title, fontsize=10, y=1.0, pad=4)
+            ax.title.set_text(title)
             for key in [k for k in self._lines if k[0] == index and k[1].startswith("eval:")]:
                 if key[1][5:] not in members:
                     self._lines.pop(key).remove()
@@ -298,9 +306,10 @@ class LossPlot:
                 if (index, "eval:" + name) in self._lines:
                     continue
                 color = f"C{(k + 1 + (index > 0) * index) % 10}"
-                self._lines[(index, "eval:" + name)] = ax.plot(
-                    [], [], color=color, marker="o", markersize=3.5, linewidth=1.4, animated=True, label=name
-                )[0]
+                # Line2D + add_line: what ax.plot does, without its argument parsing (half the time).
+                self._lines[(index, "eval:" + name)] = ax.add_line(
+                    Line2D([], [], color=color, marker="o", markersize=3.5, linewidth=1.4, animated=True, label=name)
+                )
             if index > 0:
                 self._ylims[index] = None
         self._panels = [(title, list(members)) for title, members in panels]
@@ -423,7 +432,7 @@ class LossPlot:
         width, height = self._fig.bbox.width, self._fig.bbox.height
         edges = [0.0] + [math.floor(ax.bbox.x1) + 2.0 for ax in self._axes[:-1]] + [width]
         self._column_edges = edges
-        self._spill_check = None
+        self._spills = {}
         self._columns = [canvas.copy_from_bbox(Bbox.from_extents(edges[i], 0, edges[i + 1], height))
                          for i in range(len(self._axes))]
         self._background = None
@@ -475,15 +484,16 @@ class LossPlot:
 
     def _titles_spill(self, renderer: Any) -> bool:
         """Whether a panel title reaches beyond its column of the figure (where a
-        neighbour's redraw would cut it); remembered per set of titles."""
-        titles = tuple(ax.get_title() for ax in self._axes)
-        if self._spill_check is None or self._spill_check[0] != titles:
-            spills = False
-            for index, ax in enumerate(self._axes):
+        neighbour's redraw would cut it); measured once per panel and title."""
+        spills = False
+        for index, ax in enumerate(self._axes):
+            key = (index, ax.get_title())
+            if key not in self._spills:
                 extent = ax.title.get_window_extent(renderer)
-                spills = spills or extent.x0 < self._column_edges[index] or extent.x1 > self._column_edges[index + 1]
-            self._spill_check = (titles, spills)
-        return self._spill_check[1]
+                edges = self._column_edges
+                self._spills[key] = extent.x0 < edges[index] or extent.x1 > edges[index + 1]
+            spills = spills or self._spills[key]
+        return spills
 
     def _png(self, canvas: Any) -> bytes:
         """Encode the canvas.  A 64-colour palette (fast octree) is both faster to
