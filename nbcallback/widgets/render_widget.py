@@ -29,6 +29,7 @@ IPython and ipywidgets are imported when a renderer opens, not before.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Union
 
 from nbcallback.widgets import fmt
@@ -96,18 +97,35 @@ def replace_output(handle: Any, bundle: dict[str, Any]) -> None:
     _send_display(publisher, "update_display_data", bundle, handle.display_id)
 
 
-def display_next(bundle: dict[str, Any]) -> Any:
-    """Display ``bundle`` as a new output right after one this thread has just displayed;
-    returns its ``DisplayHandle``.
+def _streams_flushed() -> bool:
+    """True when ipykernel's stdout and stderr hold nothing waiting to be sent.
 
-    The flushes of ``display`` keep a new output after earlier prints; the
-    output just before it already flushed them, and nothing of this thread
-    was printed in between, so in an ipykernel it is sent without them.
+    Reads the streams' pending-flush flags; a stream without them (redirected
+    to a file or a ``StringIO``, another kernel) counts as not flushed.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "_flush_pending", None) is not False:
+            return False
+        if getattr(stream, "_subprocess_flush_pending", None) is not False:
+            return False
+    return True
+
+
+def display_output(bundle: dict[str, Any], *, follows_own_output: bool = False) -> Any:
+    """Display ``bundle`` as a new output; returns its ``DisplayHandle``.
+
+    ``display`` flushes stdout and stderr first (two round trips to the
+    kernel's IO thread) so that the output lands after what was printed
+    before it.  In an ipykernel the message is sent directly when there is
+    nothing to flush: the streams have no pending output, or
+    (``follows_own_output``) this thread displayed an output just before and
+    printed nothing since.  Otherwise, and outside a kernel, it is IPython's
+    ``display``.
     """
     from IPython.display import DisplayHandle, display
 
     publisher = _kernel_publisher()
-    if publisher is None:
+    if publisher is None or not (follows_own_output or _streams_flushed()):
         return display(bundle, raw=True, display_id=True)
     handle = DisplayHandle()
     _send_display(publisher, "display_data", bundle, handle.display_id)
@@ -188,7 +206,6 @@ class WidgetRenderer:
     def open(self, view: View) -> None:
         """Create the widget tree and display it (once per run)."""
         import ipywidgets as widgets
-        from IPython.display import display
 
         layout = widgets.Layout(max_width="100%")
         children: list[Any] = []
@@ -215,11 +232,11 @@ class WidgetRenderer:
         self._root = children[0] if len(children) == 1 else widgets.VBox(children, layout=layout)
         self._widgets = _all_models(self._root)
         placeholder = _placeholder_text(view)
-        self._handle = display(_widget_bundle(self._root, placeholder), raw=True, display_id=True)
+        self._handle = display_output(_widget_bundle(self._root, placeholder))
         if self.shows_plot:
             self._image = widgets.Image(value=_EMPTY_PNG, format="png", layout=layout)
             self._widgets += [w for w in _all_models(self._image) if w not in self._widgets]
-            self._plot_handle = display_next(_widget_bundle(self._image, "(live loss plot)"))
+            self._plot_handle = display_output(_widget_bundle(self._image, "(live loss plot)"), follows_own_output=True)
         self.models_opened = len(self._widgets)
         if self._release_routing:
             for control in (self._button, self._lr):
@@ -378,13 +395,11 @@ class StaticRenderer:
         """Display the first frame (live mode only)."""
         if not self.live or not (self.parts & {"progress", "table"}):
             return
-        from IPython.display import display
-
         bundle = self._bundle(view)
         self._last = bundle["text/html"]
-        self._handle = display(bundle, raw=True, display_id=True)
+        self._handle = display_output(bundle)
         if "plot" in self.parts:  # keep the plot's place next to the progress
-            self._plot_handle = display_next({"text/plain": PLOT_PENDING})
+            self._plot_handle = display_output({"text/plain": PLOT_PENDING}, follows_own_output=True)
 
     def update(self, view: View, png: bytes | None) -> None:
         """Re-send the HTML when it changed."""

@@ -433,25 +433,43 @@ def test_replace_output_sends_the_update_without_flushing_the_streams(monkeypatc
     assert handle.updates == [({"text/plain": "plain"}, True)]
 
 
-def test_display_next_shows_a_new_output_with_its_own_display_id(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The plot's output slot right after the progress output: a display_data message with a new
-    display_id, sent directly in a kernel (the output before it flushed the streams)."""
+def test_display_output_skips_the_stream_flush_only_when_nothing_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new output is one display_data message with a new display_id, sent directly in a kernel
+    when the streams hold nothing (or the thread just displayed an output); with printed text
+    waiting, or outside a kernel, IPython's display (which flushes first) is used."""
+    import sys
+
     import IPython
     import IPython.display
 
-    from nbcallback.widgets.render_widget import display_next, replace_output
+    from nbcallback.widgets.render_widget import display_output, replace_output
 
+    class Stream:
+        def __init__(self, pending: bool) -> None:
+            self._flush_pending = pending
+            self._subprocess_flush_pending = False
+
+    shown: list[Any] = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)) or "displayed")
     publisher = _Publisher([])
     monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"display_pub": publisher})())
-    handle = display_next({"text/plain": "slot"})
+    monkeypatch.setattr(sys, "stdout", Stream(False))
+    monkeypatch.setattr(sys, "stderr", Stream(False))
+    handle = display_output({"text/plain": "slot"})
     ((_, message, _),) = publisher.sent
-    assert message["msg_type"] == "display_data"
+    assert message["msg_type"] == "display_data" and not shown
     assert message["content"]["transient"] == {"display_id": handle.display_id} and handle.display_id
     replace_output(handle, {"text/plain": "filled"})
     assert publisher.sent[-1][1]["content"]["transient"] == {"display_id": handle.display_id}
 
-    shown: list[Any] = []
+    sys.stdout._flush_pending = True  # printed text waits: it must come first
+    assert display_output({"text/plain": "after print"}) == "displayed"
+    assert shown == [({"text/plain": "after print"}, {"raw": True, "display_id": True})]
+    second = display_output({"text/plain": "next"}, follows_own_output=True)
+    assert publisher.sent[-1][1]["content"]["transient"] == {"display_id": second.display_id}
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # redirected: no flags to trust
+    sys.stderr._flush_pending = False
+    assert display_output({"text/plain": "redirected"}) == "displayed"
+
     monkeypatch.setattr(IPython, "get_ipython", lambda: None)
-    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)) or "handle")
-    assert display_next({"text/plain": "plain"}) == "handle"
-    assert shown == [({"text/plain": "plain"}, {"raw": True, "display_id": True})]
+    assert display_output({"text/plain": "plain"}, follows_own_output=True) == "displayed"
