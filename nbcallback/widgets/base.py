@@ -520,7 +520,7 @@ class LiveCallback(Callback):
         self.state.end_epoch(epoch, now, validated=results is not None)
         # After the last epoch the final frame follows at once: a live frame now would
         # only make the end of the run wait for two frames instead of one.
-        last = epoch >= int(cb_params.get("epoch_num", epoch)) or run_context.get_stop_requested()
+        last = self.state.is_last_epoch(epoch) or run_context.get_stop_requested()
         if last and self._frames is not None and not self._display_failed:
             # The helper starts on the final frame before the text refresh below.
             self._guard_plot(lambda: self._frames.request_final(self.state))
@@ -565,6 +565,10 @@ class LiveCallback(Callback):
         if self._pending:
             self._apply_pending(run_context, eval_phase=True)
         self._refresh(now, force=True)
+        if self.state.is_last_epoch(int(cb_params.get("cur_epoch_num", 1))) and self._frames is not None \
+                and not self._display_failed:
+            # The last evaluation: the helper draws the final frame's training curve meanwhile.
+            self._guard_plot(lambda: self._frames.prepare_final(self.state))
 
     def on_eval_step_end(self, run_context: RunContext) -> None:
         """Hot path of evaluation steps: a counter only."""

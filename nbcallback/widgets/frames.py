@@ -171,6 +171,20 @@ class FrameSource:
             return png
         return None
 
+    def prepare_final(self, state: TrainingState) -> None:
+        """The run's last evaluation begins: the training curve is complete, so the
+        helper draws ahead what the final frame shows of it
+        (:meth:`~nbcallback.widgets.plot.LossPlot.prepare_final`) while the
+        evaluation runs.  Inline: nothing (the training thread would pay for it).
+        """
+        worker = self.worker
+        if worker is None or not worker.alive:
+            return
+        try:
+            worker.prepare_final(state.plot_data())
+        except RuntimeError:
+            self._drop_worker()
+
     def request_final(self, state: TrainingState) -> None:
         """The run's data is complete (its last epoch ended): have the helper start
         on the final frame now, so it is drawn while the run winds down (other

@@ -106,7 +106,7 @@ def _wanted_ylim(
     if data is None:
         return current or (0.0, 1.0)
     low, high = data
-    if bounded and current is None and low == high and 0 <= low <= 1:
+    if bounded and low == high and 0 <= low <= 1 and current in (None, (0.0, 1.0)):
         # One value (the first evaluation): the metric's whole range.  A range fitted around a
         # single point only magnifies noise, and (0, 1) is what the reserved panel already shows.
         return 0.0, 1.0
@@ -197,6 +197,8 @@ class LossPlot:
         self._ylims: list[tuple[float, float] | None] = []
         self._legend_texts: list[list[Any]] = []
         self._hints: list[Any] = []  # per panel: what an empty reserved panel waits for
+        self._data_legend: dict[tuple[int, int, str], Any] = {}  # evaluation rows, drawn with the data
+        self._prefinal: tuple[Any, ...] | None = None  # see prepare_final
         self._static: Any = None
         self._columns: list[Any] = []
         self._column_edges: list[float] = []
@@ -209,6 +211,7 @@ class LossPlot:
         self.panel_draws = 0
         self.builds = 0
         self.frames = 0
+        self.prefinal_frames = 0  # final frames drawn over prepare_final's picture
 
     def prepare(self) -> None:
         """Import matplotlib and Pillow (once per process; about 0.3 s the first time)."""
@@ -287,6 +290,8 @@ class LossPlot:
         self._ylims = [None] * count
         self._static = None  # the next render draws both layers anew
         self._legend_texts = [[] for _ in range(count)]
+        self._data_legend = {}
+        self._prefinal = None
         self._layout = (data.x_range, data.epoch_marks)
         self.builds += 1
 
@@ -314,19 +319,23 @@ class LossPlot:
                 self._ylims[index] = None
         self._panels = [(title, list(members)) for title, members in panels]
 
-    def _legend_labels(self, index: int) -> tuple[str, ...]:
-        """The legend rows of a panel: its lines with data, when there is more than one
-        (the loss panel always labels its lines)."""
-        labels = tuple(line.get_label() for (panel, _), line in self._lines.items()
-                       if panel == index and len(line.get_xdata()))
-        return labels if len(labels) > 1 or (index == 0 and labels) else ()
+    def _legend_rows(self, index: int) -> list[tuple[str, str]]:
+        """The legend rows of a panel as ``(line key, label)``: its lines with data, when
+        there is more than one (the loss panel always labels its lines).  The training
+        lines come first; their rows belong to the scale layer, the evaluation rows are
+        drawn with the data (see :meth:`_draw_data`)."""
+        rows = [(key, line.get_label()) for (panel, key), line in self._lines.items()
+                if panel == index and len(line.get_xdata())]
+        return rows if len(rows) > 1 or (index == 0 and rows) else []
 
     def _legend_text(self, index: int, row: int, label: str) -> Any:
         """One legend row: a coloured label in the top-right corner of the panel.
 
         A matplotlib ``Legend`` costs 10-15 ms per draw (offset-box layout);
-        one short text per line, drawn in the scale layer, costs a third, and
-        a new entry is one more text drawn over the layer, not a redraw.
+        one short text per line costs a third.  The training lines' rows are
+        drawn in the scale layer (a new one is one more text drawn over it);
+        the evaluation rows are drawn after the lines in every frame, so a
+        run's first evaluation only adds to a picture (see :meth:`prepare_final`).
         """
         line = next(line for (panel, _), line in self._lines.items() if panel == index and line.get_label() == label)
         alpha = line.get_alpha()
@@ -349,17 +358,80 @@ class LossPlot:
         """
         if not data.raw[0] and not any(xs for xs, _ in data.evals.values()):
             return None
-        canvas = self._layers(data)
+        prefinal, self._prefinal = self._prefinal, None
+        canvas = self._onto_prefinal(data, prefinal) if final and prefinal is not None else None
+        if canvas is None:
+            canvas = self._layers(data)
+            self._draw_data(final)
+        self.frames += 1
+        return self._png(canvas)
+
+    def _draw_data(self, final: bool, *, lines: bool = True, hints: bool = True) -> None:
+        """The data layer, over the scale layer: the lines, the evaluation legend rows, and
+        the hint of a reserved panel still without data."""
         for (panel, _), line in self._lines.items():
-            if len(line.get_xdata()):
+            if lines and len(line.get_xdata()):
                 self._axes[panel].draw_artist(line)
+        for index, ax in enumerate(self._axes):
+            for row, (key, label) in enumerate(self._legend_rows(index)):
+                if key.startswith("eval:"):
+                    text = self._data_legend.get((index, row, label))
+                    if text is None:
+                        text = self._data_legend[(index, row, label)] = self._legend_text(index, row, label)
+                    ax.draw_artist(text)
+        if not hints:
+            return
         for index, (title, members) in enumerate(self._panels):
             if index > 0 and title == _RESERVED and not members:
                 hint = self._hints[index]
                 hint.set_text(_HINTS[final])
                 self._axes[index].draw_artist(hint)
-        self.frames += 1
-        return self._png(canvas)
+
+    def prepare_final(self, data: PlotData) -> None:
+        """Draw ahead what the final frame will show of ``data``'s training losses.
+
+        Called by the plot helper when the last evaluation of a run begins: the
+        training curve is complete by then.  When the run has no evaluation
+        points yet (every one-epoch fit), the final frame then only adds to this
+        picture (the metric panel's title, the evaluation points and their
+        legend rows, none of which any line is drawn over) instead of drawing it
+        all again; :meth:`render` checks that (same losses, same y-ranges) and
+        otherwise draws the final frame as any other, so the picture is the same
+        either way.
+        """
+        self._prefinal = None
+        if not data.raw[0] or any(xs for xs, _ in data.evals.values()):
+            return
+        canvas = self._layers(data)
+        self._draw_data(final=True, hints=False)
+        self._prefinal = (canvas.copy_from_bbox(self._fig.bbox), data.raw, data.smooth, list(self._drawn), self.builds)
+
+    def _onto_prefinal(self, data: PlotData, prefinal: tuple[Any, ...]) -> Any:
+        """The final frame drawn over :meth:`prepare_final`'s picture, or None when it cannot be."""
+        picture, raw, smooth, drawn, builds = prefinal
+        if data.raw != raw or data.smooth != smooth:
+            return None
+        scales = self._update(data)
+        if self.builds != builds or self._static is None or len(scales) != len(drawn):
+            return None
+        for new, old in zip(scales, drawn):
+            if new != old and not (new[1:] == old[1:] and old[0] == _RESERVED):
+                return None  # a new y-range or training legend row: drawn under the lines
+        canvas = self._fig.canvas
+        canvas.restore_region(picture)
+        renderer = canvas.get_renderer()
+        for index, (new, old) in enumerate(zip(scales, drawn)):
+            if new[0] != old[0]:
+                self._axes[index].title.draw(renderer)  # above the plot area: no line crosses it
+        for (panel, key), line in self._lines.items():
+            if key.startswith("eval:") and len(line.get_xdata()):
+                self._axes[panel].draw_artist(line)
+        self._draw_data(final=True, lines=False)
+        # The scale layer now differs from the one kept: the next frame draws it anew.
+        self._background = None
+        self._drawn = []
+        self.prefinal_frames += 1
+        return canvas
 
     def prebuild(self, data: PlotData) -> None:
         """Build the figure for ``data``'s layout and draw its layers, without a frame.
@@ -374,6 +446,21 @@ class LossPlot:
     def _layers(self, data: PlotData) -> Any:
         """Set the lines' data and bring the figure, its panels, y-ranges and both
         layers up to date; the canvas then holds the scale layer, ready for the lines."""
+        scales = self._update(data)
+        canvas = self._fig.canvas
+        if self._static is None:
+            self._draw_static(canvas)
+        if self._background is None or scales != self._drawn:
+            self._draw_scales(canvas, scales)
+        else:
+            canvas.restore_region(self._background)
+        return canvas
+
+    def _update(self, data: PlotData) -> list[tuple[Any, ...]]:
+        """Bring the figure, its panels, the lines' data and the y-ranges up to ``data``
+        (nothing is drawn); returns what the scale layer must show, per panel:
+        ``(title, y-range, training legend rows)``.  Calling it again with the same
+        data changes nothing."""
         panels = self._panels_for(data)
         if self._fig is None or len(panels) != len(self._axes) or (data.x_range, data.epoch_marks) != self._layout:
             self._build(data, len(panels))
@@ -403,17 +490,12 @@ class LossPlot:
             if wanted != self._ylims[index]:
                 self._ylims[index] = wanted
                 ax.set_ylim(*(wanted or (0.0, 1.0)))
-        canvas = self._fig.canvas
-        if self._static is None:
-            self._draw_static(canvas)
         # What each panel shows: a panel without data shows (0, 1).
-        scales = [(title, self._ylims[index] or (0.0, 1.0), self._legend_labels(index))
-                  for index, (title, _members) in enumerate(self._panels)]
-        if self._background is None or scales != self._drawn:
-            self._draw_scales(canvas, scales)
-        else:
-            canvas.restore_region(self._background)
-        return canvas
+        return [
+            (title, self._ylims[index] or (0.0, 1.0),
+             tuple(label for key, label in self._legend_rows(index) if not key.startswith("eval:")))
+            for index, (title, _members) in enumerate(self._panels)
+        ]
 
     def _draw_static(self, canvas: Any) -> None:
         """The static layer: everything not animated, plus the x-axes' ticks and labels.
@@ -527,6 +609,10 @@ class LossPlot:
             for text in texts:
                 text.remove()
             texts.clear()
+        for text in self._data_legend.values():
+            text.remove()
+        self._data_legend = {}
+        self._prefinal = None
         self._ylims = [None] * len(self._axes)
         for ax in self._axes:
             ax.set_ylim(0.0, 1.0)
@@ -546,6 +632,8 @@ class LossPlot:
         self._panels = []
         self._legend_texts = []
         self._hints = []
+        self._data_legend = {}
+        self._prefinal = None
         self._static = None
         self._columns = []
         self._background = None

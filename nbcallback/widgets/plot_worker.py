@@ -12,6 +12,9 @@ Protocol (over the helper's stdin/stdout, 8-byte little-endian length + pickle):
 * request ``("init", options)``: build the :class:`~nbcallback.widgets.plot.LossPlot`;
 * request ``("build", plot_data)``: build the run's figure ahead of its first
   frame (:meth:`~nbcallback.widgets.plot.LossPlot.prebuild`); no answer;
+* request ``("prefinal", plot_data)``: the last evaluation began; draw ahead what
+  the final frame will show of the training curve
+  (:meth:`~nbcallback.widgets.plot.LossPlot.prepare_final`); no answer;
 * request ``("render", request_id, plot_data, final)``: answered with
   ``(request_id, png_or_None, seconds, error_or_None)``;
 * EOF on stdin (or ``("close",)``): exit.
@@ -208,6 +211,16 @@ class PlotWorker:
         if not self.alive:
             raise RuntimeError(self.error or "the plot helper is not running")
         self._outbox.put(("build", _compact(data)))
+
+    def prepare_final(self, data: Any) -> None:
+        """Have the helper draw ahead the final frame's training curve (no answer).
+
+        Raises:
+            RuntimeError: the helper is not running.
+        """
+        if not self.alive:
+            raise RuntimeError(self.error or "the plot helper is not running")
+        self._outbox.put(("prefinal", _compact(data)))
 
     def poll(self) -> tuple[bytes | None, float] | None:
         """The finished frame ``(png, render seconds)``, or None when none is ready."""
@@ -427,6 +440,13 @@ def main() -> int:
                 plot.prebuild(message[1])
             except Exception:  # the next render builds the figure again and reports what fails
                 plot.close()
+            continue
+        if kind == "prefinal":
+            if plot is not None:
+                try:
+                    plot.prepare_final(message[1])
+                except Exception:  # the final frame is then drawn in full, and reports what fails
+                    plot._prefinal = None
             continue
         if kind == "render":
             _, request_id, data, final = message

@@ -703,6 +703,18 @@ class TrainingState:
                 expects_evals=self._has_validation,
             )
 
+    def is_last_epoch(self, epoch: int) -> bool:
+        """Whether ``epoch`` (as ``cb_params.cur_epoch_num``) is the run's last one.
+
+        ``cb_params.epoch_num`` counts the epochs of this call, and epochs are
+        numbered from ``initial_epoch + 1`` (``Model.fit(..., initial_epoch=2)``
+        runs epochs 3, 4, 5 with ``epoch_num`` 3), so the last one is counted
+        from the first epoch seen.
+        """
+        with self._lock:
+            first = self._first_epoch if self._first_epoch is not None else int(epoch)
+            return int(epoch) >= first + self._epochs - 1
+
     def has_plot_points(self) -> bool:
         """Whether a plot of the run would show anything (a loss or an evaluation point)."""
         with self._lock:

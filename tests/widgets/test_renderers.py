@@ -250,9 +250,13 @@ def test_plot_frames_inline_and_in_the_helper_process(sink: FakeDisplay, monkeyp
             assert plot.plot_helper_seconds > 0
 
 
-def test_no_live_frame_after_the_last_epoch_only_the_final_one(sink: FakeDisplay, monkeypatch) -> None:
+@pytest.mark.parametrize("initial_epoch", [0, 2])
+def test_no_live_frame_after_the_last_epoch_only_the_final_one(sink: FakeDisplay, monkeypatch, initial_epoch) -> None:
     """The final frame follows the last epoch at once; a live frame there would make the end of
-    the run wait for two frames."""
+    the run wait for two frames.  The helper is asked to prepare the final frame when the last
+    evaluation begins, once.  ``initial_epoch`` numbers the epochs from 3: the last one is still
+    the run's second."""
+    from nbcallback.widgets.frames import FrameSource
     from nbcallback.widgets.plot import LossPlot
 
     monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
@@ -264,6 +268,10 @@ def test_no_live_frame_after_the_last_epoch_only_the_final_one(sink: FakeDisplay
         return original(self, data, final)
 
     monkeypatch.setattr(LossPlot, "render", spy)
+    prepared: list[int] = []
+    monkeypatch.setattr(FrameSource, "prepare_final", lambda self, state: prepared.append(state.view(0.0).epoch))
+    requested: list[int] = []
+    monkeypatch.setattr(FrameSource, "request_final", lambda self, state: requested.append(state.view(0.0).epoch))
     clock = FakeClock()
     model, _ = new_model()
     # Refresh at every check, so the epoch's end refreshes the text (and would draw a live frame).
@@ -274,11 +282,14 @@ def test_no_live_frame_after_the_last_epoch_only_the_final_one(sink: FakeDisplay
         def on_eval_end(self, run_context):
             clock.advance(0.5)  # time passes between the last validation step and the epoch's end
 
-    model.fit(2, batches(100), batches(10, seed=1), callbacks=[Ticker(clock, 0.05), SlowEvalEnd(), plot])
+    model.fit(2 + initial_epoch, batches(100), batches(10, seed=1), callbacks=[Ticker(clock, 0.05), SlowEvalEnd(), plot],
+              initial_epoch=initial_epoch)
     live = [points for final, points in rendered if not final]
     assert 1 in live, "the first epoch's evaluation point is shown live"
     assert max(live) == 1, "no live frame after the last epoch"
     assert rendered[-1] == (True, 2) and [final for final, _ in rendered].count(True) == 1
+    assert prepared == [2 + initial_epoch], "the final frame is prepared at the last evaluation only"
+    assert requested == [2 + initial_epoch], "the final frame is asked for at the last epoch's end only"
 
 
 def test_the_final_frame_asked_for_early_is_drawn_once_by_the_helper() -> None:
@@ -310,6 +321,7 @@ def test_the_final_frame_asked_for_early_is_drawn_once_by_the_helper() -> None:
         reference.prebuild(state.plot_data())
         state.begin_epoch(1, clock())
         state.record_steps(clock(), 200, [2.0 - i / 150 for i in range(200)])
+        frames.prepare_final(state)  # the last evaluation begins: the helper draws the curve ahead
         state.add_eval_row(clock(), {"accuracy": 0.9, "eval_loss": 0.7}, epoch=1, step=200)
         state.end_epoch(1, clock(), validated=True)
         frames.request_final(state)

@@ -303,3 +303,54 @@ def test_tick_labels_stand_on_their_own() -> None:
         "0", "0.875", "1.6", "2.4", "0.000123", "1.23e+04"]
     assert [_step_label(v) for v in (0, 500, 9999, 12500, 250000, 2_000_000)] == [
         "0", "500", "9999", "12.5k", "250k", "2M"]
+
+
+@pytest.mark.parametrize(
+    "case", ["one-epoch fit", "eval loss above the curve", "losses changed after", "second epoch", "no evaluation"]
+)
+def test_a_final_frame_prepared_during_the_last_evaluation_looks_the_same(case: str) -> None:
+    """``prepare_final`` (the helper calls it when the last evaluation begins) lets the final
+    frame only add the evaluation points, legend rows and the metric panel's title; the picture
+    must be pixel-identical to a final frame drawn without it, and when something under the
+    lines changed (a y-range, the losses) the final frame is drawn in full."""
+    import math
+
+    from nbcallback.widgets.plot import LossPlot
+
+    epochs = 2 if case == "second epoch" else 1
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=epochs, steps_per_epoch=400, has_validation=case != "no evaluation", eval_steps=20)
+    prepared, plain = LossPlot(), LossPlot()
+    for plot in (prepared, plain):
+        plot.prebuild(state.plot_data())
+    for epoch in range(1, epochs + 1):
+        state.begin_epoch(epoch, clock())
+        for step in range(100, 401, 100):
+            clock.advance(1.0)
+            done = state.global_step
+            end = (epoch - 1) * 400 + step
+            state.record_steps(clock(), end, [2.3 * math.exp(-i / 300) + 0.05 * (i % 7) for i in range(done, end)])
+            for plot in (prepared, plain):
+                plot.render(state.plot_data())
+        if epoch == epochs:
+            prepared.prepare_final(state.plot_data())  # the last evaluation begins
+        if case == "losses changed after":
+            state.record_steps(clock(), state.global_step + 10, [0.5] * 10)
+        if case != "no evaluation":
+            eval_loss = 5.0 if case == "eval loss above the curve" else 0.4
+            state.add_eval_row(clock(), {"accuracy": 0.8 + 0.05 * epoch, "eval_loss": eval_loss},
+                               epoch=epoch, step=state.global_step)
+        state.end_epoch(epoch, clock(), validated=case != "no evaluation")
+        if epoch < epochs:
+            for plot in (prepared, plain):
+                plot.render(state.plot_data())
+    final = prepared.render(state.plot_data(), final=True)
+    assert _pixels(final) == _pixels(plain.render(state.plot_data(), final=True))
+    shortcut = case in ("one-epoch fit", "no evaluation")
+    assert prepared.prefinal_frames == int(shortcut), "the prepared picture was (not) used"
+    assert plain.prefinal_frames == 0
+    # A frame after the final one (a reused figure) draws the scale layer anew.
+    assert _pixels(prepared.render(state.plot_data())) == _pixels(plain.render(state.plot_data()))
+    prepared.close()
+    plain.close()
