@@ -147,10 +147,11 @@ def summarize_kernel(data: dict) -> dict:
         if name != "none":
             entry.update(
                 {
-                    "msgs_per_s_live": statistics.median(t["live_rate"] for t in traffic),
-                    "peak_msgs_per_s": max(t["live_peak_per_s"] for t in traffic),
-                    "bytes_per_s_live": statistics.median(t["live_bytes_per_s"] for t in traffic),
-                    "max_message_bytes": max(t["max_message_bytes"] for t in traffic),
+                    # A run that sent nothing while live (display off) has no live rates.
+                    "msgs_per_s_live": statistics.median(t.get("live_rate", 0.0) for t in traffic),
+                    "peak_msgs_per_s": max(t.get("live_peak_per_s", 0) for t in traffic),
+                    "bytes_per_s_live": statistics.median(t.get("live_bytes_per_s", 0.0) for t in traffic),
+                    "max_message_bytes": max(t.get("max_message_bytes", 0) for t in traffic),
                     "messages_per_run": statistics.median(t["count"] for t in traffic),
                     "saved_cell_bytes": max(t["saved_cell_bytes"] for t in traffic),
                 }

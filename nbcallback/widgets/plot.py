@@ -6,25 +6,31 @@ Why it is built this way:
   state: no inline-backend auto-display of a half-drawn figure, no "more than
   20 figures" leak, nothing left open after the run (livelossplot creates a new
   pyplot figure per update).
-* **Blitting, in two layers.**  Text is most of matplotlib's drawing time, so
+* **Blitting, in layers.**  Text is most of matplotlib's drawing time, so
   it is drawn as rarely as possible.  The *static* layer (frames, x-axes with
-  their grid lines, epoch marks, the x label) is drawn once per figure; the *scale* layer
-  (titles, y-axes and legends, the only decorations that change during a run)
-  is drawn on top of a copy of it, panel by panel: a panel whose y-range must
-  change (with hysteresis) or whose title changes is redrawn on its own column
-  of the static layer, a new legend entry is one more label, the other panels
-  are left alone; a frame restores the scale layer and draws only the data
-  lines.  So the first evaluation's point, which usually sets a new y-range
-  and a legend entry at the very end of a short run, costs a few labels
-  instead of a full redraw.  The figure is rebuilt only when the number of
-  panels changes (a fit run reserves its metric panel from the start), and
+  their grid lines, epoch marks, the x label) is drawn once per figure; the
+  *scale* layer (titles, y-axes and the training lines' legend rows, the only
+  decorations that change during a run) is drawn on top of a copy of it, panel
+  by panel: a panel whose y-range must change (with hysteresis) or whose title
+  changes is redrawn on its own column of the static layer, a new legend entry
+  or the reserved metric panel's first title is one more label drawn over it,
+  the other panels are left alone.  A frame restores the scale layer and draws
+  the *data* layer: the lines, then the evaluation lines' legend rows.  The
+  figure is rebuilt only when the number of panels changes (a fit run reserves
+  its metric panel from the start, untitled until the first evaluation), and
   the plot helper builds it when the run starts (:meth:`LossPlot.prebuild`),
   so no frame pays for it.
+* **The final frame is prepared.**  When a run's last evaluation begins, the
+  helper draws the finished training curve ahead
+  (:meth:`LossPlot.prepare_final`); the final frame of a run whose first
+  evaluation comes at its end (every one-epoch fit) then only adds the metric
+  panel's title, the evaluation points and their legend rows, all drawn over
+  the lines, so the picture is the one a full redraw gives (pixel-tested).
 * **Preset x-range** (the planned number of steps, as fastai does), so the
   plot does not jump while it fills.
 * **PNG, not SVG**: constant size whatever the number of points; lines are
   decimated to at most ``max_points`` points anyway.  Frames use a 64-colour
-  palette: faster to encode than RGB and about three times smaller.
+  palette: faster to encode than RGB and about half the size.
 
 matplotlib and Pillow are imported by :meth:`LossPlot.prepare` or the first
 frame, never at module import.
