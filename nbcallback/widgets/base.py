@@ -787,7 +787,8 @@ class LiveCallback(Callback):
                 if frames is not None and self.state.kind == "train" and self.state.has_plot_points():
                     # Model.eval has no curve to draw.  The helper draws while the snapshot is sent.
                     self._guard_plot(lambda: frames.start_final(self.state))
-                    final = _FinalPng(lambda: self._guard_plot(lambda: frames.final_frame(self.state)))
+                    if self._frames is not None:  # still there: starting the frame did not fail
+                        final = _FinalPng(lambda: self._guard_plot(lambda: frames.final_frame(self.state)))
                 view = self.state.view(now, live_rows=None, max_rows=self.max_rows)
                 renderer = self.renderer
                 early = bool(getattr(renderer, "collects_final_png", False)) and final.pending
