@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
+import copy
 import functools
 import warnings
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -585,10 +586,7 @@ class Model:
             cb_params.update(saved)
             cb_params["mode"] = "train"
         cb_params["metrics"] = metrics
-        results = dict(metrics)
-        if eval_loss is not None:
-            results["eval_loss"] = eval_loss
-        cb_params["eval_results"] = results
+        cb_params["eval_results"] = _eval_results(metrics, eval_loss)
 
     def _evaluate(
         self,
@@ -660,10 +658,20 @@ class Model:
                 # Every rank must join the reduction, also one that saw no batch.
                 if loss_mean is not None and (loss_mean._count or parallel.is_distributed):
                     eval_loss = parallel.reduce_mean(loss_mean)
+                if with_loss:  # fit's validation: MindSpore sets eval_results before on_eval_end
+                    cb_params["eval_results"] = _eval_results(metrics, eval_loss)
                 manager.on_eval_end(run_context)
         finally:
             self._network.train(was_training)
         return metrics, eval_loss
+
+
+def _eval_results(metrics: Mapping[str, Any], eval_loss: float | None) -> dict[str, Any]:
+    """``cb_params.eval_results`` of fit's validation: the metrics plus ``eval_loss``."""
+    results = copy.deepcopy(dict(metrics))
+    if eval_loss is not None:
+        results["eval_loss"] = eval_loss
+    return results
 
 
 def _update_metrics(metric_fns: Mapping[str, Any], outputs: tuple[Any, ...], indexes: tuple[int, int, int] | None) -> None:

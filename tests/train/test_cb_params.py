@@ -98,6 +98,7 @@ def test_eval_keys():
     assert steps[0]["eval_element"] is not None
     assert snaps_of(rec, "on_eval_epoch_end")[0]["metrics"] is None
     assert set(snaps_of(rec, "on_eval_end")[0]["metrics"]) == {"accuracy"}
+    assert snaps_of(rec, "on_eval_end")[0]["eval_results"] is None  # only fit's validation has them
 
 
 def test_fit_validation_keys_and_metrics_lifetime():
@@ -112,6 +113,11 @@ def test_fit_validation_keys_and_metrics_lifetime():
         assert s["cur_epoch_num"] == epoch
         assert {"eval_network", "valid_dataset"} <= s["keys"]
     assert [s["cur_step_num"] for s in snaps_of(rec, "on_eval_step_end")] == [1, 2, 1, 2]
+    eval_ends = snaps_of(rec, "on_eval_end")
+    assert len(eval_ends) == 2
+    for s in eval_ends:  # MindSpore sets metrics and eval_results before on_eval_end (spec §4.5)
+        assert set(s["metrics"]) == {"accuracy", "loss"}
+        assert set(s["eval_results"]) == {"accuracy", "loss", "eval_loss"}
 
     epoch_ends = snaps_of(rec, "on_train_epoch_end")
     assert epoch_ends[0]["metrics"] is None and epoch_ends[0]["eval_results"] is None
