@@ -314,8 +314,9 @@ class Model:
             valid_frequency: an int or a list of epoch numbers.
             dataset_sink_mode, valid_dataset_sink_mode, sink_size: MindSpore compatibility; no effect.
 
-        During ``on_train_epoch_end`` of a validated epoch, ``cb_params.metrics`` holds
-        the metric values and ``cb_params.eval_results`` the same plus ``eval_loss``.
+        From the validation's ``on_eval_end`` to the ``on_train_epoch_end`` of a
+        validated epoch, ``cb_params.metrics`` holds the metric values and
+        ``cb_params.eval_results`` the same plus ``eval_loss`` (as in MindSpore).
         Only callbacks that are not nbcallback/MindSpore built-ins (plus
         ``TimeMonitor``) receive the ``on_eval_*`` hooks of the validation runs.
 
