@@ -190,38 +190,27 @@ class FrameSource:
         on the final frame now, so it is drawn while the run winds down (other
         callbacks' epoch and train ends, a final checkpoint).  Inline: nothing to do.
         """
-        worker = self.worker
-        if worker is None or not worker.alive:
-            return
-        data = state.plot_data()
-        try:
-            worker.submit(data, final=True)  # queued behind a live frame still in flight
-        except RuntimeError:
-            self._drop_worker()
-            return
-        self._final_version = data.version
+        self.start_final(state)
 
     def start_final(self, state: TrainingState) -> None:
         """Make sure the helper is drawing the final frame of ``state`` (no wait).
 
-        The frame asked for by :meth:`request_final` is kept when the plotted
-        data has not changed since; otherwise a new one is asked for (after a
-        frame still in flight).  The caller can then do its other end-of-run
-        work (the HTML snapshot) while the helper draws, and collect the frame
-        with :meth:`final_frame`.  Inline: nothing to do.
+        A final frame already asked for is kept when the plotted data has not
+        changed since; otherwise a new one is queued (behind a frame still in
+        flight, whose answer :meth:`final_frame` skips).  The caller can do its
+        other end-of-run work (the HTML snapshot) while the helper draws, and
+        collect the frame with :meth:`final_frame`.  Inline: nothing to do.
         """
         worker = self.worker
         if worker is None or not worker.alive or self._final_version == state.plot_version:
             return
-        if worker.busy:
-            got = worker.wait(15.0)
-            if got is not None and got[0] is not None:
-                self.worker_seconds += got[1]
+        data = state.plot_data()
         try:
-            worker.submit(state.plot_data(), final=True)
+            worker.submit(data, final=True)
         except RuntimeError:
-            return  # final_frame finds it dead and draws inline
-        self._final_version = state.plot_version
+            self._drop_worker()
+            return
+        self._final_version = data.version
 
     def final_frame(self, state: TrainingState, timeout: float = 15.0) -> bytes | None:
         """The last frame of the run (waits for the helper; inline when it is not there).

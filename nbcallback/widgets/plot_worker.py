@@ -166,14 +166,17 @@ class PlotWorker:
         """True while a request is being rendered."""
         return self.in_flight is not None
 
+    def _require_alive(self) -> None:
+        if not self.alive:
+            raise RuntimeError(self.error or "the plot helper is not running")
+
     def submit(self, data: Any, final: bool = False) -> int:
         """Send a frame request; returns its id.
 
         Raises:
             RuntimeError: the helper is not running.
         """
-        if not self.alive:
-            raise RuntimeError(self.error or "the plot helper is not running")
+        self._require_alive()
         self._next_id += 1
         self.in_flight = self._next_id
         self._outbox.put(("render", self._next_id, _compact(data), final))
@@ -190,8 +193,7 @@ class PlotWorker:
         Raises:
             RuntimeError: the helper is not running, or still drawing a frame.
         """
-        if not self.alive:
-            raise RuntimeError(self.error or "the plot helper is not running")
+        self._require_alive()
         if self.busy:
             raise RuntimeError("the plot helper is still drawing a frame")
         while True:  # answers nobody waited for (a run that ended without its final frame)
@@ -208,8 +210,7 @@ class PlotWorker:
         Raises:
             RuntimeError: the helper is not running.
         """
-        if not self.alive:
-            raise RuntimeError(self.error or "the plot helper is not running")
+        self._require_alive()
         self._outbox.put(("build", _compact(data)))
 
     def prepare_final(self, data: Any) -> None:
@@ -218,8 +219,7 @@ class PlotWorker:
         Raises:
             RuntimeError: the helper is not running.
         """
-        if not self.alive:
-            raise RuntimeError(self.error or "the plot helper is not running")
+        self._require_alive()
         self._outbox.put(("prefinal", _compact(data)))
 
     def poll(self) -> tuple[bytes | None, float] | None:
