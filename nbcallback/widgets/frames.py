@@ -6,7 +6,10 @@ the final frame (waiting for the helper, or drawing inline when the helper is
 not available).  Live frames are throttled by a :class:`~nbcallback.widgets.clock.Throttle`
 (at most every ``interval`` seconds; the first one after ``interval`` seconds
 of the run inline, after half a second with the helper); inline frames also
-respect its time budget.
+respect its time budget, the first one included unless it built the figure
+(a cost the final frame would pay anyway).  Once the run's last evaluation has
+begun no live frame is asked for: the plot does not change until the final
+frame, and the helper keeps the picture it prepared for it.
 """
 from __future__ import annotations
 
@@ -96,6 +99,7 @@ class FrameSource:
         self.inline: Any = None
         self.version = -1
         self._final_version: int | None = None
+        self._finishing = False  # the last evaluation began: only the final frame is left
         self.frames = 0
         self.worker_seconds = 0.0
         if live and use_process:
@@ -152,6 +156,8 @@ class FrameSource:
             if not worker.alive:
                 self._drop_worker()
                 return png
+            if self._finishing:
+                return png
             if not worker.busy and self.throttle.due(now) and state.plot_version != self.version:
                 started = time.perf_counter()
                 try:
@@ -162,10 +168,14 @@ class FrameSource:
                 self.throttle.done(now, time.perf_counter() - started)
                 self.version = state.plot_version
             return png
-        if self.throttle.due(now) and state.plot_version != self.version:
+        if not self._finishing and self.throttle.due(now) and state.plot_version != self.version:
+            plot = self._inline()
+            builds = plot.builds
             started = time.perf_counter()
-            png = self._inline().render(state.plot_data())
-            self.throttle.done(now, time.perf_counter() - started, warmup=self.throttle.refreshes == 0)
+            png = plot.render(state.plot_data())
+            # Only building the figure is exempt from the budget (the final frame would pay for
+            # it anyway); drawing a live frame is a cost the training thread pays for the view.
+            self.throttle.done(now, time.perf_counter() - started, warmup=plot.builds != builds)
             self.version = state.plot_version
             self.frames += png is not None
             return png
@@ -176,7 +186,12 @@ class FrameSource:
         helper draws ahead what the final frame shows of it
         (:meth:`~nbcallback.widgets.plot.LossPlot.prepare_final`) while the
         evaluation runs.  Inline: nothing (the training thread would pay for it).
+
+        From here on no live frame is asked for: the plot would not change
+        before the final frame, a live frame would only make the final one
+        wait behind it, and drawing one would discard the prepared picture.
         """
+        self._finishing = True
         worker = self.worker
         if worker is None or not worker.alive:
             return
