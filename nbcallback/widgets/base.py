@@ -292,6 +292,7 @@ class LiveCallback(Callback):
         self._final: tuple[str, str] | None = None
         self._t_end: float | None = None
         self._last_eval: tuple[float | None, bool] = (None, False)
+        self._row_epoch: int | None = None  # the epoch whose validation row on_eval_end added
         self._display_failed = False
         self.last_png: bytes | None = None
         #: Display statistics of the last run: seconds spent drawing the final
@@ -505,7 +506,8 @@ class LiveCallback(Callback):
 
     @_counted
     def on_train_epoch_end(self, run_context: RunContext) -> None:
-        """Record the epoch (and fit's evaluation results) and refresh."""
+        """Record the epoch and refresh (the validation's row, when a trainer sets
+        ``eval_results`` only after ``on_eval_end``)."""
         cb_params = self._cb_params
         now = self._clock()
         if self._pending:
@@ -513,18 +515,20 @@ class LiveCallback(Callback):
         self._record(now)
         epoch = int(cb_params.get("cur_epoch_num", 1))
         results = cb_params.get("eval_results")
-        if results is not None:
+        if results is not None and self._row_epoch != epoch:  # not added at the validation's end
             seconds, partial = self._last_eval
             self.state.add_eval_row(
                 now, results, epoch=epoch, step=int(cb_params.get("cur_step_num", 0)), seconds=seconds, partial=partial
             )
+        self._row_epoch = None
         self.state.end_epoch(epoch, now, validated=results is not None)
         # After the last epoch the final frame follows at once: a live frame now would
         # only make the end of the run wait for two frames instead of one.
         last = self.state.is_last_epoch(epoch) or run_context.get_stop_requested()
-        if last and self._frames is not None and not self._display_failed:
-            # The helper starts on the final frame before the text refresh below.
-            self._guard_plot(lambda: self._frames.request_final(self.state))
+        if last:
+            # The helper starts on the final frame (unless it already did at the validation's
+            # end, with the same data) before the text refresh below.
+            self._request_final()
         self._refresh(now, force=True, plot=not last)
         self._guard(lambda: self.renderer.event("epoch_end", self.state.view(now, live_rows=self.live_rows)))
 
@@ -579,7 +583,8 @@ class LiveCallback(Callback):
 
     @_counted
     def on_eval_end(self, run_context: RunContext) -> None:
-        """End of an evaluation pass: time it; a stand-alone eval adds its table row."""
+        """End of an evaluation pass: time it and add its table row (fit's validation from
+        ``cb_params.eval_results``; after the last one the final frame is started)."""
         now = self._clock()
         cb_params = self._cb_params
         if self._pending:
@@ -602,6 +607,23 @@ class LiveCallback(Callback):
             self._phase = "train"
             self._countdown = self._stride = self._scheduler.reset()
             self._t_check = now
+            results = cb_params.get("eval_results")
+            if results is not None:
+                # fit's validation hands its results to on_eval_end (as MindSpore does): the
+                # table row, and after the last validation the final frame, need not wait for
+                # the other callbacks' epoch ends (a checkpoint being saved, printed lines).
+                epoch = int(cb_params.get("cur_epoch_num", 1))
+                self.state.add_eval_row(
+                    now, results, epoch=epoch, step=self.state.global_step, seconds=seconds, partial=partial
+                )
+                self._row_epoch = epoch
+                if self.state.is_last_epoch(epoch) or partial:
+                    self._request_final()
+
+    def _request_final(self) -> None:
+        """The plotted data is complete: have the helper start on the final frame."""
+        if self._frames is not None and not self._display_failed:
+            self._guard_plot(lambda: self._frames.request_final(self.state))
 
     # ------------------------------------------------------------------ the slow path
 

@@ -289,7 +289,35 @@ def test_no_live_frame_after_the_last_epoch_only_the_final_one(sink: FakeDisplay
     assert max(live) == 1, "no live frame after the last epoch"
     assert rendered[-1] == (True, 2) and [final for final, _ in rendered].count(True) == 1
     assert prepared == [2 + initial_epoch], "the final frame is prepared at the last evaluation only"
-    assert requested == [2 + initial_epoch], "the final frame is asked for at the last epoch's end only"
+    assert set(requested) == {2 + initial_epoch}, "the final frame is asked for at the last epoch only"
+
+
+def test_the_final_frame_starts_when_the_last_validation_ends(sink: FakeDisplay, monkeypatch) -> None:
+    """fit's validation hands its results to ``on_eval_end``: the table row is added there and,
+    after the last validation, the helper starts on the final frame before the other callbacks'
+    epoch ends (here a checkpoint-like callback listed first) run."""
+    from nbcallback.widgets.frames import FrameSource
+
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    requests: list[int] = []
+    original = FrameSource.request_final
+    monkeypatch.setattr(FrameSource, "request_final",
+                        lambda self, state: requests.append(len(state.view(0.0, live_rows=None).rows)) or original(self, state))
+    seen_at_epoch_end: list[tuple[int, int]] = []
+    plot = LiveLossPlot(display="widget", plot_process=False)
+
+    class Checkpoint(Callback):
+        def on_train_epoch_end(self, run_context):
+            seen_at_epoch_end.append((len(requests), len(plot.state.view(0.0, live_rows=None).rows)))
+
+    model, _ = new_model()
+    model.fit(2, batches(40), batches(5, seed=1), callbacks=[Checkpoint(), plot])
+    assert seen_at_epoch_end == [(0, 1), (1, 2)], "row and final-frame request come from on_eval_end"
+    assert requests[0] == 2, "the final frame was asked for with both evaluation rows"
+    rows = plot.view().rows
+    assert [row.epoch for row in rows] == [1, 2], "one row per validation, not one more at the epoch end"
+    assert [row.step for row in rows] == [40, 80], "rows are placed at the training step of their validation"
+    assert base64.b64decode(sink.handles[-1].bundles[-1]["image/png"]) == plot.last_png
 
 
 def test_the_final_frame_asked_for_early_is_drawn_once_by_the_helper() -> None:
@@ -345,6 +373,115 @@ def test_the_final_frame_asked_for_early_is_drawn_once_by_the_helper() -> None:
     finally:
         frames.close()
         reference.close()
+
+
+class _FakeWorker:
+    """A plot helper that answers every frame at once (what FrameSource asks of it is recorded)."""
+
+    def __init__(self) -> None:
+        self.alive, self.error, self.in_flight = True, None, None
+        self.asked: list[str] = []
+
+    @property
+    def busy(self) -> bool:
+        return self.in_flight is not None
+
+    def prebuild(self, data) -> None:
+        self.asked.append("build")
+
+    def prepare_final(self, data) -> None:
+        self.asked.append("prefinal")
+
+    def submit(self, data, final: bool = False) -> int:
+        self.asked.append("final" if final else "live")
+        self.in_flight = len(self.asked)
+        return self.in_flight
+
+    def poll(self):
+        if self.in_flight is None:
+            return None
+        self.in_flight = None
+        return b"\x89PNG-live", 0.01
+
+    def wait(self, timeout: float):
+        self.in_flight = None
+        return b"\x89PNG-final", 0.01
+
+    def close(self, timeout: float = 2.0) -> None:
+        self.alive = False
+
+
+def test_no_live_frame_is_asked_for_once_the_last_evaluation_began() -> None:
+    """After ``prepare_final`` the plot cannot change before the final frame: a live frame then
+    would only queue the final one behind it (and make the helper discard the prepared picture)."""
+    from nbcallback.widgets.frames import FrameSource
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=1, steps_per_epoch=300, has_validation=True, eval_steps=10)
+    frames = FrameSource({}, live=False, use_process=False, interval=2.0, budget=0.01)
+    frames.live = True  # with the fake helper below, nothing is drawn in this process
+    frames.worker = worker = _FakeWorker()
+    frames.begin(clock(), state)
+    state.begin_epoch(1, clock())
+    for step in range(100, 301, 100):
+        clock.advance(3.0)
+        state.record_steps(clock(), step, [1.0] * 100)
+        frames.live_frame(state, clock())
+    assert worker.asked == ["build", "live", "live", "live"], "a live frame every >= 2 s while training"
+    frames.prepare_final(state)  # the last evaluation begins
+    for _ in range(3):  # text refreshes during the evaluation, the plot's interval long past
+        clock.advance(3.0)
+        state.record_eval_steps(clock(), 5)
+        frames.live_frame(state, clock())
+    state.add_eval_row(clock(), {"accuracy": 0.9, "eval_loss": 0.7}, epoch=1, step=300)
+    state.end_epoch(1, clock(), validated=True)
+    clock.advance(3.0)
+    frames.live_frame(state, clock())  # the epoch's end, with a new evaluation point
+    assert frames.final_frame(state) == b"\x89PNG-final"
+    assert worker.asked[4:] == ["prefinal", "final"], worker.asked
+
+
+class _SlowPlot:
+    """An inline plot whose frames take ``seconds``; ``builds`` counts figure builds."""
+
+    def __init__(self, seconds: float, build_first: bool) -> None:
+        self.seconds, self.builds, self.renders = seconds, 0, 0
+        self.build_first = build_first
+
+    def render(self, data, final: bool = False) -> bytes:
+        import time as _time
+
+        self.builds += self.build_first and self.renders == 0
+        self.renders += 1
+        _time.sleep(self.seconds)
+        return b"\x89PNG"
+
+
+@pytest.mark.parametrize("build_first", [False, True])
+def test_inline_live_frames_count_against_the_budget_unless_they_build_the_figure(build_first: bool) -> None:
+    """Inline, the training thread draws the frames: each one counts against the plot's time
+    budget, the first included (it used to be free), except the cost of building the figure,
+    which the final frame would pay anyway."""
+    from nbcallback.widgets.frames import FrameSource
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=1, steps_per_epoch=1000, has_validation=False)
+    frames = FrameSource({}, live=False, use_process=False, interval=1.0, budget=0.01)
+    frames.live = True
+    frames.inline = plot = _SlowPlot(0.03, build_first)  # 30 ms a frame: 3 s of run per frame at 1 %
+    frames.begin(clock(), state)
+    state.begin_epoch(1, clock())
+    drawn = []
+    for second in (1, 2, 10):
+        clock.advance(second - (clock() - 1000.0))
+        state.record_steps(clock(), 100 * second, [1.0] * 100)
+        drawn.append(frames.live_frame(state, clock()) is not None)
+    if build_first:
+        assert drawn == [True, True, True], "the frame that built the figure is not counted"
+    else:
+        assert drawn == [True, False, True], "the first frame's 30 ms wait for 3 s of run at 1 %"
 
 
 def test_a_dying_plot_helper_falls_back_to_inline(sink: FakeDisplay, monkeypatch) -> None:
