@@ -6,7 +6,8 @@ Measures, on this machine:
    batch 64, SGD) on MNIST-shaped tensors, ``model.fit(EPOCHS, 938 steps,
    157 validation steps)``, run in an ipykernel through nbclient, one run per
    cell: ProgressBar / LiveLossPlot (default, forced inline, forced helper
-   process) / Dashboard, each run right next to a run without display
+   process) / Dashboard, and a control without callbacks (an A/A test: the
+   spread of its ratios is the machine's noise), each run right next to a run without display
    callbacks (in alternating order), so each pair shares the machine's load.  Reported: median wall and CPU time per config, the median of the
    paired ratios to the run without callbacks (wall, process CPU, and the
    training thread's own CPU time, which leaves out time the thread spent
@@ -47,7 +48,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-CONFIGS = ("none", "ProgressBar", "LiveLossPlot", "LiveLossPlot+inline", "LiveLossPlot+helper", "Dashboard")
+#: "control" runs without callbacks too, paired with a bare run like the others: the spread of its
+#: ratios is what this machine's noise alone gives a paired ratio (an A/A test).
+CONFIGS = ("none", "control", "ProgressBar", "LiveLossPlot", "LiveLossPlot+inline", "LiveLossPlot+helper", "Dashboard")
 
 KERNEL_SETUP = """\
 import json, time, torch
@@ -63,7 +66,7 @@ valid = [pool[i % 64] for i in range(EVAL_STEPS)]
 torch.manual_seed(SEED)
 net = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
 model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 1e-2), metrics={{"accuracy"}})
-FACTORIES = {{"none": lambda: [], "ProgressBar": lambda: [ProgressBar()],
+FACTORIES = {{"none": lambda: [], "control": lambda: [], "ProgressBar": lambda: [ProgressBar()],
              "LiveLossPlot": lambda: [LiveLossPlot()], "Dashboard": lambda: [Dashboard()],
              "LiveLossPlot+inline": lambda: [LiveLossPlot(plot_process=False)],
              "LiveLossPlot+helper": lambda: [LiveLossPlot(plot_process=True)]}}
@@ -119,6 +122,14 @@ def kernel_benchmark(reps: int, epochs: int, steps: int, eval_steps: int, seed: 
             "widget_models_saved": len(widget_state.get("state", {}))}
 
 
+def _p10_p90(values: list[float]) -> list[float]:
+    """The 10th and 90th percentiles: how far single pairs stray (noise, or a real difference)."""
+    if len(values) < 2:
+        return list(values) * 2
+    deciles = statistics.quantiles(values, n=10, method="inclusive")
+    return [deciles[0], deciles[-1]]
+
+
 def summarize_kernel(data: dict) -> dict:
     runs = data["runs"]
     configs = data.get("configs", CONFIGS)
@@ -136,15 +147,17 @@ def summarize_kernel(data: dict) -> dict:
             "median_wall_s": statistics.median(walls),
             "median_cpu_s": statistics.median(cpus),
             "ratio_wall_median_of_pairs": statistics.median(paired_wall),
+            "ratio_wall_pairs_p10_p90": _p10_p90(paired_wall),
             "ratio_cpu_median_of_pairs": statistics.median(paired_cpu),
             "ratio_training_thread_cpu_median_of_pairs": statistics.median(paired_thread),
+            "ratio_training_thread_cpu_pairs_p10_p90": _p10_p90(paired_thread),
             "ratio_wall_of_medians": statistics.median(walls) / statistics.median([r["wall"] for r in by["none"]]),
             "display_seconds_median": statistics.median(r["display"] for r in by[name]),
             "display_share_of_wall_median": statistics.median(r["display"] / r["wall"] for r in by[name]),
             "final_snapshot_seconds_median": statistics.median(r["final"] for r in by[name]),
             "live_plot_frames_median": statistics.median(r["frames"] for r in by[name]),
         }
-        if name != "none":
+        if name not in ("none", "control"):
             entry.update(
                 {
                     # A run that sent nothing while live (display off) has no live rates.

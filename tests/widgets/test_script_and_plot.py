@@ -354,3 +354,50 @@ def test_a_final_frame_prepared_during_the_last_evaluation_looks_the_same(case: 
     assert _pixels(prepared.render(state.plot_data())) == _pixels(plain.render(state.plot_data()))
     prepared.close()
     plain.close()
+
+
+@pytest.mark.parametrize("style", ["default", "dark"])
+def test_palette_frames_keep_the_picture_of_an_rgb_frame(style: str) -> None:
+    """Frames are mapped to a fixed palette made for the figure (its colours in shades towards the
+    background): smaller than RGB, and every pixel stays close to the RGB picture, the faint grid
+    and raw line included; also under a dark matplotlib style in the kernel (inline plotting)."""
+    import math as _math
+
+    import matplotlib
+    import numpy as np
+    from PIL import Image
+
+    from nbcallback.widgets.plot import LossPlot
+
+    dark = {"figure.facecolor": "black", "axes.facecolor": "#202020", "text.color": "white",
+            "axes.edgecolor": "white", "xtick.color": "white", "ytick.color": "white", "grid.color": "0.7"}
+    state = TrainingState()
+    state.start(0.0, epochs=3, steps_per_epoch=300, has_validation=True, eval_steps=10)
+    for epoch in range(1, 4):
+        state.begin_epoch(epoch, 0.0)
+        state.record_steps(1.0, 300 * epoch, [2.0 * _math.exp(-i / 300) + 0.1 * ((i * 7919) % 13) / 13
+                                              for i in range(300 * (epoch - 1), 300 * epoch)])
+        state.add_eval_row(2.0, {"accuracy": 0.8 + epoch / 50, "eval_loss": 0.5 - epoch / 20, "precision": 0.7 + epoch / 30},
+                           epoch=epoch, step=300 * epoch)
+    pictures = {}
+    with matplotlib.rc_context(dark if style == "dark" else {}):
+        for palette in (True, False):
+            plot = LossPlot(palette=palette)
+            png = plot.render(state.plot_data(), final=True)
+            plot.close()
+            with Image.open(io.BytesIO(png)) as image:
+                assert image.mode == ("P" if palette else "RGB")
+                pictures[palette] = (len(png), np.asarray(image.convert("RGB")).astype(int))
+    (small, mapped), (large, rgb) = pictures[True], pictures[False]
+    assert small < 0.75 * large, (small, large)
+    error = np.abs(mapped - rgb).max(axis=2)
+    assert error.max() <= 64, f"a pixel off by {error.max()}"
+    assert (error > 24).mean() < 0.002, f"{(error > 24).sum()} pixels off by more than 24"
+    # Faint things (the grid, light anti-aliased edges) keep their shade: a palette computed per
+    # frame (64 colours, octree) put them 10 levels off on average, nearly erasing the grid.
+    background = rgb[0, 0]
+    shade = np.abs(rgb - background).max(axis=2)
+    faint = (shade > 8) & (shade <= 40)
+    assert faint.sum() > 1000
+    assert error[faint].mean() < 7, f"faint pixels {error[faint].mean():.1f} levels off on average"
+    assert (np.abs(mapped - background).max(axis=2)[faint] > 0).all(), "a faint pixel became background"
