@@ -165,19 +165,21 @@ def _draw_ticks(axis: Any, renderer: Any) -> None:
         tick.draw(renderer)
 
 
-def _line_palette(background: tuple[float, float, float], axes_background: tuple[float, float, float],
-                  colours: Sequence[tuple[float, float, float]], shades: int = 12, grays: int = 24) -> Any:
-    """A ``P`` image whose palette holds ``grays`` grays from black to white and, for each of
-    ``colours`` (the text colour and the colour cycle), ``shades`` shades from each background
-    to the colour: what anti-aliasing of lines and text over a plain background produces.
-    At most 24 + 2 x 11 x 12 = 288 colours before duplicates are dropped, capped at 256."""
+def _line_palette(fig: Any, ax: Any, shades: int = 12, grays: int = 24) -> Any:
+    """A ``P`` image whose palette holds ``grays`` grays from black to white and, for the
+    text colour and each colour of the cycle (C0-C9), ``shades`` shades from the figure's and
+    the axes' background to it: what anti-aliasing of lines and text over a plain background
+    produces.  At most 24 + 2 x 11 x 12 = 288 colours before duplicates are dropped, capped at 256."""
+    from matplotlib import rcParams
+    from matplotlib.colors import to_rgb
     from PIL import Image
 
+    colours = [to_rgb(rcParams["text.color"])] + [to_rgb(f"C{index}") for index in range(10)]
     entries: list[tuple[int, int, int]] = []
     for index in range(grays):
         level = round(255 * index / (grays - 1))
         entries.append((level, level, level))
-    for base in dict.fromkeys((background, axes_background)):
+    for base in dict.fromkeys((to_rgb(fig.get_facecolor()), to_rgb(ax.get_facecolor()))):
         for colour in colours:
             for step in range(1, shades + 1):
                 t = step / shades
@@ -221,7 +223,7 @@ class LossPlot:
         self.groups = {str(k): [str(n) for n in v] for k, v in groups.items()} if groups else None
         self.max_panels = int(max_panels)
         self.palette = bool(palette)
-        self._palette: tuple[tuple[Any, ...], Any] | None = None  # (colours it was made for, P image)
+        self._palette: Any = None  # the figure's palette image, made with the figure (see _png)
         self._fig: Any = None
         self._axes: list[Any] = []
         self._panels: list[tuple[str, list[str]]] = []
@@ -318,6 +320,8 @@ class LossPlot:
                                                 label="train (smoothed)")[0]
         self._fig = fig
         self._axes = list(axes)
+        if self.palette:  # the colours this figure draws with (rcParams as when it was made)
+            self._palette = _line_palette(fig, axes[0])
         self._panels = []
         self._ylims = [None] * count
         self._static = None  # the next render draws both layers anew
@@ -627,21 +631,9 @@ class LossPlot:
         image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
         out = io.BytesIO()
         if self.palette:
-            image = image.quantize(palette=self._palette_image(), dither=Image.Dither.NONE)
+            image = image.quantize(palette=self._palette, dither=Image.Dither.NONE)
         image.save(out, format="PNG", compress_level=3)
         return out.getvalue()
-
-    def _palette_image(self) -> Any:
-        """The figure's palette (made again when its background or colour cycle changed)."""
-        from matplotlib import rcParams
-        from matplotlib.colors import to_rgb
-
-        background = to_rgb(self._fig.get_facecolor())
-        key = (background, to_rgb(self._axes[0].get_facecolor()), to_rgb(rcParams["text.color"]),
-               tuple(to_rgb(f"C{index}") for index in range(10)))
-        if self._palette is None or self._palette[0] != key:
-            self._palette = (key, _line_palette(background, key[1], key[2:3] + key[3]))
-        return self._palette[1]
 
     def restart(self) -> None:
         """Forget the run drawn so far but keep the figure, for the next run.
@@ -677,6 +669,7 @@ class LossPlot:
         """
         self._fig = None
         self._axes = []
+        self._palette = None
         self._lines = {}
         self._panels = []
         self._legend_texts = []
