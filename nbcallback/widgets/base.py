@@ -171,7 +171,10 @@ class LiveCallback(Callback):
             static HTML).
         plot_interval: the shortest time between two plot frames, in seconds
             (it grows when frames are expensive, see ``plot_budget``).
-        plot_budget: the share of wall time inline plot frames may take (0.005 = 0.5 %).
+        plot_budget: the share of wall time inline plot frames may take, the final
+            frame included (0.005 = 0.5 %).  A live frame waits until the budget
+            can pay for it and for the final frame, so a run of a few seconds
+            shows only its final frame when plotting inline.
         plot_process: draw live plot frames in a helper process, so the
             training thread only pays for handing over the (decimated) data;
             False draws them on the training thread, within ``plot_budget``.

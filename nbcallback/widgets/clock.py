@@ -115,7 +115,10 @@ class Throttle:
 
     ``warmup=True`` in :meth:`done` marks a one-off cost (building the figure,
     loading fonts) that does not count against the budget: the final frame
-    would pay it anyway.
+    would pay it anyway.  A caller that knows what a refresh will cost passes
+    it to :meth:`due`, and the refresh then waits until the budget can pay for
+    it, so the budget holds for the first refresh too (otherwise the bucket
+    starts full: one refresh may overdraw it).
 
     Call :meth:`begin` at the start of the run: the budget then counts from
     there, and the first refresh waits ``first_delay`` seconds (a plot of the
@@ -141,22 +144,27 @@ class Throttle:
         """The run starts at ``now`` (the budget and ``first_delay`` count from here)."""
         self.first = now
 
-    def due(self, now: float, ignore_budget: bool = False) -> bool:
+    def due(self, now: float, ignore_budget: bool = False, cost: float = 0.0) -> bool:
         """Whether a refresh is allowed at ``now``.
 
         Args:
             now: the current time.
             ignore_budget: only the interval counts (an event worth showing,
                 such as an epoch end, but never more often than ``interval``).
+            cost: what the refresh is expected to cost, in seconds: it must
+                fit in the budget with what was spent so far.
         """
         if self.last is None:
-            return ignore_budget or self.first is None or now - self.first >= self.first_delay
-        if now - self.last < self.interval:
+            if self.first is None:
+                return True
+            if now - self.first < self.first_delay:
+                return False
+        elif now - self.last < self.interval:
             return False
         if ignore_budget:
             return True
         start = self.first if self.first is not None else self.last
-        return self.counted <= self.budget * (now - start)
+        return start is None or self.counted + max(0.0, cost) <= self.budget * (now - start)
 
     def done(self, now: float, cost: float, warmup: bool = False) -> None:
         """Record a refresh that started at ``now`` and took ``cost`` seconds.

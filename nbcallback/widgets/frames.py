@@ -3,13 +3,16 @@
 :class:`FrameSource` hides the difference from the callback: at each text
 refresh it hands back a new PNG when one is ready, and at the end it produces
 the final frame (waiting for the helper, or drawing inline when the helper is
-not available).  Live frames are throttled by a :class:`~nbcallback.widgets.clock.Throttle`
-(at most every ``interval`` seconds; the first one after ``interval`` seconds
-of the run inline, after half a second with the helper); inline frames also
-respect its time budget, the first one included unless it built the figure
-(a cost the final frame would pay anyway).  Once the run's last evaluation has
-begun no live frame is asked for: the plot does not change until the final
-frame, and the helper keeps the picture it prepared for it.
+not available).  Live frames are throttled by a
+:class:`~nbcallback.widgets.clock.Throttle` (at most every ``interval``
+seconds; the first one after ``interval`` seconds of the run inline, after
+half a second with the helper).  Inline frames also respect its time budget,
+the first one included unless it builds the figure (a cost the final frame
+would pay anyway): a live frame is drawn only once the budget can pay for it
+and for the final frame, at the cost of the costliest frame drawn on its
+figure (a short run shows only its final frame).  Once the run's last
+evaluation has begun no live frame is asked for: the plot does not change
+until the final frame, and the helper keeps the picture it prepared for it.
 """
 from __future__ import annotations
 
@@ -168,8 +171,12 @@ class FrameSource:
                 self.throttle.done(now, time.perf_counter() - started)
                 self.version = state.plot_version
             return png
-        if not self._finishing and self.throttle.due(now) and state.plot_version != self.version:
-            plot = self._inline()
+        plot = self._inline()
+        # A live frame waits until the budget can pay for it and for the final frame, both at
+        # the cost of the costliest frame on this figure (0 on a new figure: its first frame
+        # builds it, which is not counted), so live frames never take the plot beyond its budget.
+        if not self._finishing and state.plot_version != self.version \
+                and self.throttle.due(now, cost=2 * plot.costliest_frame):
             builds = plot.builds
             started = time.perf_counter()
             png = plot.render(state.plot_data())

@@ -36,7 +36,7 @@ class LiveLossPlot(LiveCallback):
             its own panel (at most 3 panels).
         width: figure width in inches.
         height: figure height in inches.
-        dpi: resolution (80 keeps a frame at about 20-35 KB).
+        dpi: resolution (80 keeps a frame at about 8-15 KB).
         **kwargs: the other :class:`~nbcallback.widgets.base.LiveCallback`
             arguments (``plot_interval``, ``plot_budget``, ``max_points``,
             ``smoothing``, ``graceful_interrupt``, ``clock`` ...).

@@ -9,13 +9,16 @@ Why it is built this way:
 * **Blitting, in layers.**  Text is most of matplotlib's drawing time, so
   it is drawn as rarely as possible.  The *static* layer (frames, x-axes with
   their grid lines, epoch marks, the x label) is drawn once per figure; the
-  *scale* layer (titles, y-axes and the training lines' legend rows, the only
-  decorations that change during a run) is drawn on top of a copy of it, panel
-  by panel: a panel whose y-range must change (with hysteresis) or whose title
-  changes is redrawn on its own column of the static layer, a new legend entry
-  or the reserved metric panel's first title is one more label drawn over it,
-  the other panels are left alone.  A frame restores the scale layer and draws
-  the *data* layer: the lines, then the evaluation lines' legend rows.  The
+  *scale* layer (titles, y-axes, the training lines' legend rows and the
+  empty metric panel's hint, the only decorations that change during a run) is
+  drawn on top of a copy of it, panel by panel: a panel whose y-range must
+  change (with hysteresis) or whose title changes is redrawn on its own column
+  of the static layer, a new legend entry or the reserved metric panel's first
+  title is one more label drawn over it, the other panels are left alone.  The
+  last few columns drawn are kept, so a panel that shows again what it showed
+  before (the empty metric panel of every run of a kept figure) is copied back
+  instead of drawn.  A frame restores the scale layer and draws the *data*
+  layer: the lines, then the evaluation lines' legend rows.  The
   figure is rebuilt only when the number of panels changes (a fit run reserves
   its metric panel from the start, untitled until the first evaluation), and
   the plot helper builds it when the run starts (:meth:`LossPlot.prebuild`),
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import io
 import math
+import time
 from typing import Any, Mapping, Sequence
 
 from nbcallback.widgets.state import PlotData
@@ -48,10 +52,12 @@ __all__ = ["LossPlot", "default_groups"]
 
 _BOUNDED = ("accuracy", "precision", "recall", "f1", "auc")
 #: The title of the panel a validating run reserves for its metrics, until their names are known.
-#: Empty, so the first evaluation draws its title over the scale layer instead of redrawing the
-#: panel; the panel says what it waits for in a hint drawn with the data (see ``_HINTS``).
+#: Empty, so a final frame drawn over :meth:`LossPlot.prepare_final`'s picture only adds the title;
+#: until then the panel says what it waits for in a hint of its scale layer (see ``_HINTS``).
 _RESERVED = ""
 _HINTS = ("validation metrics:\nafter the first evaluation", "no evaluation\nin this run")
+#: Scale-layer columns kept per figure (one is ~0.3 MB at the default size).
+_KEPT_COLUMNS = 6
 
 
 def _is_loss(name: str) -> bool:
@@ -229,13 +235,14 @@ class LossPlot:
         self._panels: list[tuple[str, list[str]]] = []
         self._lines: dict[tuple[int, str], Any] = {}
         self._ylims: list[tuple[float, float] | None] = []
-        self._legend_texts: list[list[Any]] = []
+        self._legend_texts: dict[tuple[int, int, str], Any] = {}  # training rows, drawn in the scale layer
         self._hints: list[Any] = []  # per panel: what an empty reserved panel waits for
         self._data_legend: dict[tuple[int, int, str], Any] = {}  # evaluation rows, drawn with the data
         self._prefinal: tuple[Any, ...] | None = None  # see prepare_final
         self._static: Any = None
         self._columns: list[Any] = []
         self._column_edges: list[float] = []
+        self._kept_columns: dict[tuple[int, tuple[Any, ...]], Any] = {}  # (panel, scale) -> its column, oldest first
         self._background: Any = None
         self._drawn: list[tuple[Any, ...]] = []  # per panel (title, y-range, legend rows) in the scale layer
         self._spills: dict[tuple[int, str], bool] = {}  # (panel, title) -> reaches beyond its column
@@ -243,8 +250,10 @@ class LossPlot:
         self.full_draws = 0
         self.scale_draws = 0
         self.panel_draws = 0
+        self.column_copies = 0  # panels copied back from a kept column instead of drawn
         self.builds = 0
         self.frames = 0
+        self.costliest_frame = 0.0  # seconds: the longest frame on this figure (see render)
         self.prefinal_frames = 0  # final frames drawn over prepare_final's picture
 
     def prepare(self) -> None:
@@ -325,10 +334,11 @@ class LossPlot:
         self._panels = []
         self._ylims = [None] * count
         self._static = None  # the next render draws both layers anew
-        self._legend_texts = [[] for _ in range(count)]
+        self._legend_texts = {}
         self._data_legend = {}
         self._prefinal = None
         self._layout = (data.x_range, data.epoch_marks)
+        self.costliest_frame = 0.0
         self.builds += 1
 
     def _configure(self, panels: list[tuple[str, list[str]]]) -> None:
@@ -340,6 +350,8 @@ class LossPlot:
             if previous is not None and previous == (title, members):
                 continue
             ax.title.set_text(title)
+            for key in [k for k in self._data_legend if k[0] == index]:  # its lines' colours may change
+                self._data_legend.pop(key).remove()
             for key in [k for k in self._lines if k[0] == index and k[1].startswith("eval:")]:
                 if key[1][5:] not in members:
                     self._lines.pop(key).remove()
@@ -364,8 +376,10 @@ class LossPlot:
                 if panel == index and len(line.get_xdata())]
         return rows if len(rows) > 1 or (index == 0 and rows) else []
 
-    def _legend_text(self, index: int, row: int, label: str) -> Any:
-        """One legend row: a coloured label in the top-right corner of the panel.
+    def _legend_text(self, texts: dict[tuple[int, int, str], Any], index: int, row: int, label: str) -> Any:
+        """One legend row: a coloured label in the top-right corner of the panel,
+        made once per figure and kept in ``texts`` (its artists are only ever
+        drawn by hand, so unused ones cost nothing).
 
         A matplotlib ``Legend`` costs 10-15 ms per draw (offset-box layout);
         one short text per line costs a third.  The training lines' rows are
@@ -373,13 +387,17 @@ class LossPlot:
         the evaluation rows are drawn after the lines in every frame, so a
         run's first evaluation only adds to a picture (see :meth:`prepare_final`).
         """
-        line = next(line for (panel, _), line in self._lines.items() if panel == index and line.get_label() == label)
-        alpha = line.get_alpha()
-        return self._axes[index].text(
-            0.985, 0.965 - 0.085 * row, "\u2014 " + label, transform=self._axes[index].transAxes,
-            ha="right", va="top", fontsize=7, color=line.get_color(),
-            alpha=None if alpha is None else max(alpha, 0.6), animated=True,
-        )
+        text = texts.get((index, row, label))
+        if text is None:
+            line = next(line for (panel, _), line in self._lines.items()
+                        if panel == index and line.get_label() == label)
+            alpha = line.get_alpha()
+            text = texts[(index, row, label)] = self._axes[index].text(
+                0.985, 0.965 - 0.085 * row, "\u2014 " + label, transform=self._axes[index].transAxes,
+                ha="right", va="top", fontsize=7, color=line.get_color(),
+                alpha=None if alpha is None else max(alpha, 0.6), animated=True,
+            )
+        return text
 
     # ------------------------------------------------------------------ rendering
 
@@ -388,40 +406,37 @@ class LossPlot:
 
         Args:
             data: the decimated series of the run.
-            final: the last frame of the run; it is encoded like the live
-                frames (see :meth:`_png`), the flag is kept for callers that
-                tell them apart.
+            final: the last frame of the run (a metric panel still empty then
+                says that no evaluation came).
+
+        The longest frame drawn on this figure, not counting one that built
+        it, is kept in :attr:`costliest_frame`: what inline plotting expects a
+        frame to cost (the first frame of a kept figure's next run, which
+        redraws its scales, is usually the costliest).
         """
         if not data.raw[0] and not any(xs for xs, _ in data.evals.values()):
             return None
+        started, builds = time.perf_counter(), self.builds
         prefinal, self._prefinal = self._prefinal, None
         canvas = self._onto_prefinal(data, prefinal) if final and prefinal is not None else None
         if canvas is None:
-            canvas = self._layers(data)
-            self._draw_data(final)
+            canvas = self._layers(data, final)
+            self._draw_data()
         self.frames += 1
-        return self._png(canvas)
+        png = self._png(canvas)
+        if self.builds == builds:
+            self.costliest_frame = max(self.costliest_frame, time.perf_counter() - started)
+        return png
 
-    def _draw_data(self, final: bool, *, lines: bool = True, hints: bool = True) -> None:
-        """The data layer, over the scale layer: the lines, the evaluation legend rows, and
-        the hint of a reserved panel still without data."""
+    def _draw_data(self, *, lines: bool = True) -> None:
+        """The data layer, over the scale layer: the lines, then the evaluation legend rows."""
         for (panel, _), line in self._lines.items():
             if lines and len(line.get_xdata()):
                 self._axes[panel].draw_artist(line)
         for index, ax in enumerate(self._axes):
             for row, (key, label) in enumerate(self._legend_rows(index)):
                 if key.startswith("eval:"):
-                    text = self._data_legend.get((index, row, label))
-                    if text is None:
-                        text = self._data_legend[(index, row, label)] = self._legend_text(index, row, label)
-                    ax.draw_artist(text)
-        if not hints:
-            return
-        for index, (title, members) in enumerate(self._panels):
-            if index > 0 and title == _RESERVED and not members:
-                hint = self._hints[index]
-                hint.set_text(_HINTS[final])
-                self._axes[index].draw_artist(hint)
+                    ax.draw_artist(self._legend_text(self._data_legend, index, row, label))
 
     def prepare_final(self, data: PlotData) -> None:
         """Draw ahead what the final frame will show of ``data``'s training losses.
@@ -438,8 +453,8 @@ class LossPlot:
         self._prefinal = None
         if not data.raw[0] or any(xs for xs, _ in data.evals.values()):
             return
-        canvas = self._layers(data)
-        self._draw_data(final=True, hints=False)
+        canvas = self._layers(data, final=None)  # no hint: the final frame has points there, or its own hint
+        self._draw_data()
         self._prefinal = (canvas.copy_from_bbox(self._fig.bbox), data.raw, data.smooth, list(self._drawn), self.builds)
 
     def _onto_prefinal(self, data: PlotData, prefinal: tuple[Any, ...]) -> Any:
@@ -447,12 +462,12 @@ class LossPlot:
         picture, raw, smooth, drawn, builds = prefinal
         if data.raw != raw or data.smooth != smooth:
             return None
-        scales = self._update(data)
+        scales = self._update(data, final=True)
         if self.builds != builds or self._static is None or len(scales) != len(drawn):
             return None
         for new, old in zip(scales, drawn):
             if new != old and not (new[1:] == old[1:] and old[0] == _RESERVED):
-                return None  # a new y-range or training legend row: drawn under the lines
+                return None  # a new y-range, training legend row or hint: drawn under the lines
         canvas = self._fig.canvas
         canvas.restore_region(picture)
         renderer = canvas.get_renderer()
@@ -462,7 +477,7 @@ class LossPlot:
         for (panel, key), line in self._lines.items():
             if key.startswith("eval:") and len(line.get_xdata()):
                 self._axes[panel].draw_artist(line)
-        self._draw_data(final=True, lines=False)
+        self._draw_data(lines=False)
         # The scale layer now differs from the one kept: the next frame draws it anew.
         self._background = None
         self._drawn = []
@@ -479,10 +494,11 @@ class LossPlot:
         """
         self._layers(data)
 
-    def _layers(self, data: PlotData) -> Any:
+    def _layers(self, data: PlotData, final: bool | None = False) -> Any:
         """Set the lines' data and bring the figure, its panels, y-ranges and both
-        layers up to date; the canvas then holds the scale layer, ready for the lines."""
-        scales = self._update(data)
+        layers up to date; the canvas then holds the scale layer, ready for the lines.
+        ``final``: see :meth:`_update`."""
+        scales = self._update(data, final)
         canvas = self._fig.canvas
         if self._static is None:
             self._draw_static(canvas)
@@ -492,11 +508,15 @@ class LossPlot:
             canvas.restore_region(self._background)
         return canvas
 
-    def _update(self, data: PlotData) -> list[tuple[Any, ...]]:
+    def _update(self, data: PlotData, final: bool | None = False) -> list[tuple[Any, ...]]:
         """Bring the figure, its panels, the lines' data and the y-ranges up to ``data``
         (nothing is drawn); returns what the scale layer must show, per panel:
-        ``(title, y-range, training legend rows)``.  Calling it again with the same
-        data changes nothing."""
+        ``(title, y-range, training legend rows, hint)``.  Calling it again with the
+        same data changes nothing.
+
+        ``final`` picks the hint of a reserved panel still without points: the
+        live one (False), the final one (True), or none (None).
+        """
         panels = self._panels_for(data)
         if self._fig is None or len(panels) != len(self._axes) or (data.x_range, data.epoch_marks) != self._layout:
             self._build(data, len(panels))
@@ -529,8 +549,9 @@ class LossPlot:
         # What each panel shows: a panel without data shows (0, 1).
         return [
             (title, self._ylims[index] or (0.0, 1.0),
-             tuple(label for key, label in self._legend_rows(index) if not key.startswith("eval:")))
-            for index, (title, _members) in enumerate(self._panels)
+             tuple(label for key, label in self._legend_rows(index) if not key.startswith("eval:")),
+             _HINTS[final] if final is not None and index > 0 and title == _RESERVED and not members else None)
+            for index, (title, members) in enumerate(self._panels)
         ]
 
     def _draw_static(self, canvas: Any) -> None:
@@ -540,44 +561,57 @@ class LossPlot:
         right edge to its own: its y-axis labels, title and plot area) is kept,
         so one panel's scale can be redrawn without touching the others.
         """
-        from matplotlib.transforms import Bbox
-
         canvas.draw()
         renderer = canvas.get_renderer()
         for ax in self._axes:
             _draw_ticks(ax.xaxis, renderer)
         self._static = canvas.copy_from_bbox(self._fig.bbox)
-        width, height = self._fig.bbox.width, self._fig.bbox.height
-        edges = [0.0] + [math.floor(ax.bbox.x1) + 2.0 for ax in self._axes[:-1]] + [width]
-        self._column_edges = edges
+        width = self._fig.bbox.width
+        self._column_edges = [0.0] + [math.floor(ax.bbox.x1) + 2.0 for ax in self._axes[:-1]] + [width]
         self._spills = {}
-        self._columns = [canvas.copy_from_bbox(Bbox.from_extents(edges[i], 0, edges[i + 1], height))
-                         for i in range(len(self._axes))]
+        self._columns = [canvas.copy_from_bbox(self._column_box(i)) for i in range(len(self._axes))]
+        self._kept_columns = {}
         self._background = None
         self._drawn = []
         self.full_draws += 1
 
-    def _draw_scales(self, canvas: Any, scales: list[tuple[Any, ...]]) -> None:
-        """Bring the scale layer (titles, y-axes, legends) up to date with ``scales``.
+    def _column_box(self, index: int) -> Any:
+        """Panel ``index``'s column of the figure: from the previous panel's right edge to its own."""
+        from matplotlib.transforms import Bbox
 
-        Only what changed is drawn: a panel whose title or y-range changed is
-        redrawn on its column of the static layer; a panel that only gained
+        edges = self._column_edges
+        return Bbox.from_extents(edges[index], 0, edges[index + 1], self._fig.bbox.height)
+
+    def _draw_scales(self, canvas: Any, scales: list[tuple[Any, ...]]) -> None:
+        """Bring the scale layer (titles, y-axes, legends, hints) up to date with ``scales``.
+
+        Only what changed is drawn: a panel whose title, y-range or hint changed
+        is redrawn on its column of the static layer; a panel that only gained
         legend entries, or the title of the reserved panel (which had none),
         gets them drawn over the current layer; the other panels are left as
-        they are.  A title wider than its column (it would be cut by its
-        neighbour's redraw) makes it a redraw of every panel.
+        they are.  A column that shows what a kept one showed is copied back
+        instead (the last ``_KEPT_COLUMNS`` are kept).  A title wider than its
+        column (it would be cut by its neighbour's redraw) makes it a redraw
+        of every panel, and nothing is kept or copied back.
         """
         renderer = canvas.get_renderer()
-        everything = self._background is None or self._titles_spill(renderer)
+        spills = self._titles_spill(renderer)
+        everything = self._background is None or spills
         canvas.restore_region(self._static if everything else self._background)
         for index, scale in enumerate(scales):
             drawn = None if everything else self._drawn[index]
             if scale == drawn:
                 continue
+            kept_column = None if spills else self._kept_columns.pop((index, scale), None)
+            if kept_column is not None:
+                canvas.restore_region(kept_column)
+                self._kept_columns[(index, scale)] = kept_column  # now the newest
+                self.column_copies += 1
+                continue
             labels = scale[2]
             ax = self._axes[index]
-            if (drawn is not None and scale[1] == drawn[1] and labels[: len(drawn[2])] == drawn[2]
-                    and drawn[0] in (scale[0], _RESERVED)):
+            if (drawn is not None and scale[1] == drawn[1] and scale[3] == drawn[3]
+                    and labels[: len(drawn[2])] == drawn[2] and drawn[0] in (scale[0], _RESERVED)):
                 kept = len(drawn[2])  # only new legend rows, and the title where there was none
                 if scale[0] != drawn[0]:
                     ax.title.draw(renderer)
@@ -586,16 +620,17 @@ class LossPlot:
                     canvas.restore_region(self._columns[index])
                 ax.title.draw(renderer)
                 _draw_ticks(ax.yaxis, renderer)
+                if scale[3] is not None:
+                    self._hints[index].set_text(scale[3])
+                    self._hints[index].draw(renderer)
                 self.panel_draws += 1
                 kept = 0
-            texts = self._legend_texts[index]
-            for text in texts[kept:]:
-                text.remove()
-            del texts[kept:]
             for row in range(kept, len(labels)):
-                texts.append(self._legend_text(index, row, labels[row]))
-            for text in texts[kept:]:
-                text.draw(renderer)
+                self._legend_text(self._legend_texts, index, row, labels[row]).draw(renderer)
+            if not spills:
+                self._kept_columns[(index, scale)] = canvas.copy_from_bbox(self._column_box(index))
+                while len(self._kept_columns) > _KEPT_COLUMNS:
+                    del self._kept_columns[next(iter(self._kept_columns))]
         self._background = canvas.copy_from_bbox(self._fig.bbox)
         self._drawn = list(scales)
         self.scale_draws += 1
@@ -641,18 +676,12 @@ class LossPlot:
         Building a figure is most of a run's plotting cost (50-80 ms; the
         static layer with the axes is drawn once per figure).  A run with the
         same layout (planned steps and panel count) reuses it: its first frame
-        only redraws the scale layer, with y-ranges fitted to its own data.
-        A different layout rebuilds the figure as before.
+        only redraws the scale layer, with y-ranges fitted to its own data, and
+        copies back the panels that look as they did in an earlier run (the
+        empty metric panel).  A different layout rebuilds the figure as before.
         """
         for line in self._lines.values():
             line.set_data([], [])
-        for texts in self._legend_texts:
-            for text in texts:
-                text.remove()
-            texts.clear()
-        for text in self._data_legend.values():
-            text.remove()
-        self._data_legend = {}
         self._prefinal = None
         self._ylims = [None] * len(self._axes)
         for ax in self._axes:
@@ -672,7 +701,8 @@ class LossPlot:
         self._palette = None
         self._lines = {}
         self._panels = []
-        self._legend_texts = []
+        self._legend_texts = {}
+        self._kept_columns = {}
         self._hints = []
         self._data_legend = {}
         self._prefinal = None

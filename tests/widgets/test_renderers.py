@@ -443,26 +443,34 @@ def test_no_live_frame_is_asked_for_once_the_last_evaluation_began() -> None:
 
 
 class _SlowPlot:
-    """An inline plot whose frames take ``seconds``; ``builds`` counts figure builds."""
+    """An inline plot whose frames take ``seconds``; ``builds`` counts figure builds and
+    ``costliest_frame`` is kept as :class:`~nbcallback.widgets.plot.LossPlot` keeps it
+    (``kept``: a figure kept from an earlier run, whose frames cost as much)."""
 
-    def __init__(self, seconds: float, build_first: bool) -> None:
+    def __init__(self, seconds: float, build_first: bool, kept: bool) -> None:
         self.seconds, self.builds, self.renders = seconds, 0, 0
         self.build_first = build_first
+        self.costliest_frame = seconds if kept else 0.0
 
     def render(self, data, final: bool = False) -> bytes:
         import time as _time
 
-        self.builds += self.build_first and self.renders == 0
+        builds = self.build_first and self.renders == 0
+        self.builds += builds
         self.renders += 1
+        started = _time.perf_counter()
         _time.sleep(self.seconds)
+        if not builds:
+            self.costliest_frame = max(self.costliest_frame, _time.perf_counter() - started)
         return b"\x89PNG"
 
 
-@pytest.mark.parametrize("build_first", [False, True])
-def test_inline_live_frames_count_against_the_budget_unless_they_build_the_figure(build_first: bool) -> None:
+@pytest.mark.parametrize("figure", ["new", "built by the first frame", "kept from an earlier run"])
+def test_inline_live_frames_wait_until_the_budget_can_pay_for_them(figure: str) -> None:
     """Inline, the training thread draws the frames: each one counts against the plot's time
-    budget, the first included (it used to be free), except the cost of building the figure,
-    which the final frame would pay anyway."""
+    budget, the first included, except the cost of building the figure, which the final frame
+    would pay anyway.  Once a frame's cost is known (a figure kept from an earlier run knows it
+    from the start), a live frame waits until the budget can pay for it and for the final frame."""
     from nbcallback.widgets.frames import FrameSource
 
     clock = FakeClock()
@@ -470,18 +478,21 @@ def test_inline_live_frames_count_against_the_budget_unless_they_build_the_figur
     state.start(clock(), epochs=1, steps_per_epoch=1000, has_validation=False)
     frames = FrameSource({}, live=False, use_process=False, interval=1.0, budget=0.01)
     frames.live = True
-    frames.inline = plot = _SlowPlot(0.03, build_first)  # 30 ms a frame: 3 s of run per frame at 1 %
+    # 30 ms a frame: 3 s of run per frame at 1 %, 6 s for a live frame and the final one.
+    frames.inline = _SlowPlot(0.03, build_first=figure.startswith("built"), kept=figure.startswith("kept"))
     frames.begin(clock(), state)
     state.begin_epoch(1, clock())
     drawn = []
-    for second in (1, 2, 10):
+    for second in (1, 2, 4, 10):
         clock.advance(second - (clock() - 1000.0))
         state.record_steps(clock(), 100 * second, [1.0] * 100)
         drawn.append(frames.live_frame(state, clock()) is not None)
-    if build_first:
-        assert drawn == [True, True, True], "the frame that built the figure is not counted"
-    else:
-        assert drawn == [True, False, True], "the first frame's 30 ms wait for 3 s of run at 1 %"
+    expected = {
+        "new": [True, False, False, True],  # unknown cost at first; then 30 + 2 x 30 ms need 9 s
+        "built by the first frame": [True, True, False, True],  # building is not counted
+        "kept from an earlier run": [False, False, False, True],  # 2 x 30 ms fit in the budget from 6 s on
+    }[figure]
+    assert drawn == expected
 
 
 def test_a_dying_plot_helper_falls_back_to_inline(sink: FakeDisplay, monkeypatch) -> None:

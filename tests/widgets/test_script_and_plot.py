@@ -156,6 +156,12 @@ def _pixels(png: bytes) -> bytes:
         return image.convert("RGB").tobytes()
 
 
+def _forget_scale_layer(plot) -> None:
+    """Make ``plot``'s next frame draw every panel of its scale layer (nothing kept or copied back)."""
+    plot._background = None
+    plot._kept_columns.clear()
+
+
 @pytest.mark.parametrize("groups", [None, {"accuracy": ["accuracy"], "a group title that is much wider than the panel below it": ["f1"]}])
 def test_partial_scale_redraws_give_the_same_picture_as_full_redraws(groups) -> None:
     """Only changed panels are redrawn (new legend rows drawn over the layer); every frame must
@@ -181,7 +187,7 @@ def test_partial_scale_redraws_give_the_same_picture_as_full_redraws(groups) -> 
             losses = [scale * 2.3 * math.exp(-(step + i) / 400) + 0.2 * rng.random() for i in range(50)]
             step += 50
             state.record_steps(clock(), step, losses)
-            full._background = None  # force the whole scale layer to be drawn
+            _forget_scale_layer(full)
             expected = full.render(state.plot_data())
             assert _pixels(partial.render(state.plot_data())) == _pixels(expected)
             compared += 1
@@ -190,7 +196,7 @@ def test_partial_scale_redraws_give_the_same_picture_as_full_redraws(groups) -> 
             values["f1"] = 0.7 + 0.1 * epoch  # a new panel member (and a title wider than its column)
         state.add_eval_row(clock(), values, epoch=epoch, step=step)
         state.end_epoch(epoch, clock(), validated=True)
-        full._background = None
+        _forget_scale_layer(full)
         expected = full.render(state.plot_data())
         assert _pixels(partial.render(state.plot_data())) == _pixels(expected), f"after evaluation {epoch}"
         compared += 1
@@ -255,6 +261,7 @@ def test_a_restarted_plot_draws_the_next_run_like_a_new_one() -> None:
     kept.restart()
     again = _fit_frames(kept, epochs=2, steps=200, scale=0.8)  # other y-ranges, same layout
     assert kept.builds == 1, "the same layout rebuilt the figure"
+    assert kept.column_copies >= 1, "the empty metric panel of the first run was drawn again"
     fresh = _fit_frames(LossPlot(), epochs=2, steps=200, scale=0.8)
     assert [_pixels(a) for a in again] == [_pixels(b) for b in fresh]
     kept.restart()
@@ -293,6 +300,40 @@ def test_inline_figures_are_kept_for_the_next_run_with_the_same_options() -> Non
         assert fourth is not first, "beyond the limit the oldest figure is freed"
     finally:
         frames_module._IDLE_PLOTS = original
+
+
+def _flat_run(plot, levels: list[float]) -> list[bytes]:
+    """A validating one-epoch run stopped before its evaluation: 100 steps of a flat loss per
+    level, a live frame after each, and the final frame."""
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=1, steps_per_epoch=400, has_validation=True, eval_steps=10)
+    state.begin_epoch(1, clock())
+    pngs = []
+    for level in levels:
+        state.record_steps(clock(), state.global_step + 100, [level] * 100)
+        pngs.append(plot.render(state.plot_data()))
+    pngs.append(plot.render(state.plot_data(), final=True))
+    return pngs
+
+
+def test_kept_columns_are_copied_back_where_a_panel_shows_the_same() -> None:
+    """A panel that shows a title, y-range, legend and hint it showed before (here: in the previous
+    run of a kept figure) is copied back instead of drawn; every frame must still be the one a new
+    plot draws, including the final frame of a validating run stopped before its evaluation,
+    whose metric panel changes its hint."""
+    from nbcallback.widgets.plot import LossPlot
+
+    kept = LossPlot()
+    _flat_run(kept, [1.0])
+    kept.restart()
+    copies = kept.column_copies
+    again = _flat_run(kept, [1.0, 30.0])
+    assert kept.column_copies >= copies + 2, "the first frame drew panels the previous run had drawn"
+    fresh = _flat_run(LossPlot(), [1.0, 30.0])
+    assert [_pixels(a) for a in again] == [_pixels(b) for b in fresh]
+    assert _pixels(again[-1]) != _pixels(again[-2]), "the final frame must say that no evaluation came"
+    kept.close()
 
 
 def test_tick_labels_stand_on_their_own() -> None:

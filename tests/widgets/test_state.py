@@ -317,6 +317,26 @@ def test_throttle_interval_and_budget() -> None:
     assert refreshes >= 390  # and it is used: ~1 refresh per second
 
 
+def test_throttle_with_a_known_cost_never_overdraws_its_budget() -> None:
+    """Given what a refresh will cost, the first refresh too waits until the budget can pay for
+    it, and the spending never exceeds the budget at any refresh."""
+    clock = FakeClock(0.0)
+    throttle = Throttle(interval=0.25, budget=0.01, first_delay=0.5)
+    throttle.begin(clock())
+    clock.advance(0.5)
+    assert throttle.due(clock())  # no cost given: the bucket starts full, as before
+    assert not throttle.due(clock(), cost=0.02)  # 20 ms needs 2 s of run at 1 %
+    assert throttle.due(clock(), ignore_budget=True, cost=0.02)
+    clock.advance(1.5)
+    assert throttle.due(clock(), cost=0.02)
+    for _ in range(400):
+        if throttle.due(clock(), cost=0.02):
+            throttle.done(clock(), 0.02)
+            assert throttle.counted <= 0.01 * clock()
+        clock.advance(0.1)
+    assert throttle.refreshes >= 19  # 42 s of run at 1 %: about 21 refreshes of 20 ms
+
+
 def test_fake_clock_is_monotonic() -> None:
     clock = FakeClock()
     with pytest.raises(ValueError):
