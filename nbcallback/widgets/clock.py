@@ -15,6 +15,7 @@ Both take the current time as an argument, so the unit tests drive them with
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable
 
@@ -165,6 +166,14 @@ class Throttle:
             return True
         start = self.first if self.first is not None else self.last
         return start is None or self.counted + max(0.0, cost) <= self.budget * (now - start)
+
+    def affordable_at(self, cost: float) -> float:
+        """The earliest time at which the budget can pay for a refresh of ``cost``
+        seconds, the interval aside (-inf before :meth:`begin` and the first refresh)."""
+        start = self.first if self.first is not None else self.last
+        if start is None:
+            return -math.inf
+        return start + (self.counted + max(0.0, cost)) / self.budget
 
     def done(self, now: float, cost: float, warmup: bool = False) -> None:
         """Record a refresh that started at ``now`` and took ``cost`` seconds.

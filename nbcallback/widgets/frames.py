@@ -9,13 +9,15 @@ seconds; the first one after ``interval`` seconds of the run inline, after
 half a second with the helper).  Inline frames also respect its time budget,
 the first one included unless it builds the figure (a cost the final frame
 would pay anyway): a live frame is drawn only once the budget can pay for it
-and for the final frame, at the cost of the costliest frame drawn on its
-figure (a short run shows only its final frame).  Once the run's last
+and for the final frame, at what such frames cost on its figure (a frame that
+redraws the y-axes costs several times a frame that only draws the lines; a
+short run shows only its final frame).  Once the run's last
 evaluation has begun no live frame is asked for: the plot does not change
 until the final frame, and the helper keeps the picture it prepared for it.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 import warnings
@@ -103,6 +105,7 @@ class FrameSource:
         self.version = -1
         self._final_version: int | None = None
         self._finishing = False  # the last evaluation began: only the final frame is left
+        self._not_before = -math.inf  # inline: no live frame is affordable before this time
         self.frames = 0
         self.worker_seconds = 0.0
         if live and use_process:
@@ -171,22 +174,31 @@ class FrameSource:
                 self.throttle.done(now, time.perf_counter() - started)
                 self.version = state.plot_version
             return png
+        if self._finishing or state.plot_version == self.version or now < self._not_before:
+            return None
+        # A live frame waits until the budget can pay for it and for the final frame, at what
+        # such frames cost on this figure (LossPlot.frame_cost, and the last final frame, or the
+        # costliest frame before one was drawn; a frame that builds the figure is not counted),
+        # so live frames keep the plot within its budget as far as past costs tell.  The cheap
+        # test first (a blit and the final frame), then the frame this data needs.
         plot = self._inline()
-        # A live frame waits until the budget can pay for it and for the final frame, both at
-        # the cost of the costliest frame on this figure (0 on a new figure: its first frame
-        # builds it, which is not counted), so live frames never take the plot beyond its budget.
-        if not self._finishing and state.plot_version != self.version \
-                and self.throttle.due(now, cost=2 * plot.costliest_frame):
-            builds = plot.builds
-            started = time.perf_counter()
-            png = plot.render(state.plot_data())
-            # Only building the figure is exempt from the budget (the final frame would pay for
-            # it anyway); drawing a live frame is a cost the training thread pays for the view.
-            self.throttle.done(now, time.perf_counter() - started, warmup=plot.builds != builds)
-            self.version = state.plot_version
-            self.frames += png is not None
-            return png
-        return None
+        final_cost = plot.final_seconds or plot.costliest_frame
+        if not self.throttle.due(now, cost=plot.costliest_blit + final_cost):
+            return None
+        data = state.plot_data()
+        cost = plot.frame_cost(data) + final_cost
+        if not self.throttle.due(now, cost=cost):
+            self._not_before = self.throttle.affordable_at(cost)  # no need to ask again before
+            return None
+        builds = plot.builds
+        started = time.perf_counter()
+        png = plot.render(data)
+        # Only building the figure is exempt from the budget (the final frame would pay for
+        # it anyway); drawing a live frame is a cost the training thread pays for the view.
+        self.throttle.done(now, time.perf_counter() - started, warmup=plot.builds != builds)
+        self.version = state.plot_version
+        self.frames += png is not None
+        return png
 
     def prepare_final(self, state: TrainingState) -> None:
         """The run's last evaluation begins: the training curve is complete, so the

@@ -254,6 +254,8 @@ class LossPlot:
         self.builds = 0
         self.frames = 0
         self.costliest_frame = 0.0  # seconds: the longest frame on this figure (see render)
+        self.costliest_blit = 0.0  # seconds: the longest live frame that kept the scale layer
+        self.final_seconds = 0.0  # seconds: what the last final frame cost
         self.prefinal_frames = 0  # final frames drawn over prepare_final's picture
 
     def prepare(self) -> None:
@@ -338,7 +340,7 @@ class LossPlot:
         self._data_legend = {}
         self._prefinal = None
         self._layout = (data.x_range, data.epoch_marks)
-        self.costliest_frame = 0.0
+        self.costliest_frame = self.costliest_blit = self.final_seconds = 0.0
         self.builds += 1
 
     def _configure(self, panels: list[tuple[str, list[str]]]) -> None:
@@ -409,14 +411,17 @@ class LossPlot:
             final: the last frame of the run (a metric panel still empty then
                 says that no evaluation came).
 
-        The longest frame drawn on this figure, not counting one that built
-        it, is kept in :attr:`costliest_frame`: what inline plotting expects a
-        frame to cost (the first frame of a kept figure's next run, which
-        redraws its scales, is usually the costliest).
+        What frames cost on this figure is kept for :meth:`frame_cost`: the
+        longest frame, not counting one that built the figure
+        (:attr:`costliest_frame`; the first frame of a kept figure's next run,
+        which redraws its scales, is usually the costliest), the longest live
+        frame that kept the scale layer (:attr:`costliest_blit`) and the
+        last final frame (:attr:`final_seconds`: the first run of a figure draws
+        its metric panel's scale there, later runs mostly copy it back).
         """
         if not data.raw[0] and not any(xs for xs, _ in data.evals.values()):
             return None
-        started, builds = time.perf_counter(), self.builds
+        started, builds, scale_draws = time.perf_counter(), self.builds, self.scale_draws
         prefinal, self._prefinal = self._prefinal, None
         canvas = self._onto_prefinal(data, prefinal) if final and prefinal is not None else None
         if canvas is None:
@@ -425,8 +430,30 @@ class LossPlot:
         self.frames += 1
         png = self._png(canvas)
         if self.builds == builds:
-            self.costliest_frame = max(self.costliest_frame, time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            self.costliest_frame = max(self.costliest_frame, seconds)
+            if final:
+                self.final_seconds = seconds
+            elif self.scale_draws == scale_draws:
+                self.costliest_blit = max(self.costliest_blit, seconds)
         return png
+
+    def frame_cost(self, data: PlotData) -> float:
+        """What drawing ``data`` now is expected to cost, in seconds, from what frames
+        cost so far on this figure: the costliest blit when the scale layer stays as it
+        is, else the costliest frame; 0 when the frame would build the figure (a cost
+        the final frame pays anyway) or nothing was measured yet.
+
+        Brings the lines and y-ranges up to ``data`` (see :meth:`_update`), which a
+        following :meth:`render` of the same data does anyway.
+        """
+        if self._fig is None or len(self._panels_for(data)) != len(self._axes) \
+                or (data.x_range, data.epoch_marks) != self._layout:
+            return 0.0
+        scales = self._update(data)
+        if self._static is None or self._background is None or scales != self._drawn:
+            return self.costliest_frame
+        return self.costliest_blit
 
     def _draw_data(self, *, lines: bool = True) -> None:
         """The data layer, over the scale layer: the lines, then the evaluation legend rows."""

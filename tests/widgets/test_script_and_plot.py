@@ -336,6 +336,38 @@ def test_kept_columns_are_copied_back_where_a_panel_shows_the_same() -> None:
     kept.close()
 
 
+def test_frame_cost_predicts_a_blit_or_a_scale_redraw_from_what_frames_cost() -> None:
+    """Inline plotting asks what the next frame will cost before drawing it: nothing for a frame
+    that builds the figure, the costliest frame when the y-axes must be redrawn (a kept figure's
+    next run, a new y-range), the costliest blit when only the lines change."""
+    from nbcallback.widgets.plot import LossPlot
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=1, steps_per_epoch=400, has_validation=True, eval_steps=10)
+    state.begin_epoch(1, clock())
+    plot = LossPlot()
+    state.record_steps(clock(), 100, [2.0 - i / 200 for i in range(100)])
+    assert plot.frame_cost(state.plot_data()) == 0.0  # builds the figure
+    plot.render(state.plot_data())
+    assert plot.costliest_frame == plot.costliest_blit == 0.0  # building frames are not measured
+    state.record_steps(clock(), 110, [1.5] * 10)  # inside the y-range: the lines only
+    cost = plot.frame_cost(state.plot_data())
+    draws = plot.scale_draws
+    plot.render(state.plot_data())
+    assert cost == 0.0 and plot.scale_draws == draws and plot.costliest_blit > 0
+    state.record_steps(clock(), 120, [9.0] * 10)  # above it: the loss panel's y-axis is redrawn
+    assert plot.frame_cost(state.plot_data()) == plot.costliest_frame == plot.costliest_blit
+    plot.render(state.plot_data())
+    assert plot.scale_draws == draws + 1 and plot.costliest_frame >= plot.costliest_blit
+    state.record_steps(clock(), 130, [8.0] * 10)
+    assert plot.frame_cost(state.plot_data()) == plot.costliest_blit
+    plot.render(state.plot_data())
+    plot.restart()  # the next run on the kept figure redraws its y-axes
+    assert plot.frame_cost(state.plot_data()) == plot.costliest_frame
+    plot.close()
+
+
 def test_tick_labels_stand_on_their_own() -> None:
     """The axes are drawn without matplotlib's offset text, so each label must carry its full value."""
     from nbcallback.widgets.plot import _step_label, _value_label

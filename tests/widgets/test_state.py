@@ -335,6 +335,8 @@ def test_throttle_with_a_known_cost_never_overdraws_its_budget() -> None:
             assert throttle.counted <= 0.01 * clock()
         clock.advance(0.1)
     assert throttle.refreshes >= 19  # 42 s of run at 1 %: about 21 refreshes of 20 ms
+    at = throttle.affordable_at(0.05)
+    assert not throttle.due(at - 0.01, cost=0.05) and throttle.due(at + 1e-9, cost=0.05)
 
 
 def test_fake_clock_is_monotonic() -> None:
