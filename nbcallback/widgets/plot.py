@@ -244,7 +244,7 @@ class LossPlot:
         self._column_edges: list[float] = []
         self._kept_columns: dict[tuple[int, tuple[Any, ...]], Any] = {}  # (panel, scale) -> its column, oldest first
         self._background: Any = None
-        self._drawn: list[tuple[Any, ...]] = []  # per panel (title, y-range, legend rows) in the scale layer
+        self._drawn: list[tuple[Any, ...]] = []  # per panel (title, y-range, legend rows, hint) in the scale layer
         self._spills: dict[tuple[int, str], bool] = {}  # (panel, title) -> reaches beyond its column
         self._layout: tuple[Any, ...] | None = None  # planned x-range and epoch marks of the figure
         self.full_draws = 0
