@@ -23,7 +23,8 @@ class LiveLossPlot(LiveCallback):
     frames are drawn in a helper process (``plot_process``), so training only
     pays for handing over at most ``max_points`` points per line; with a
     single CPU they are drawn inline and limited to ``plot_budget`` of the
-    wall time.
+    wall time, the final frame included (a run of a few seconds then shows
+    only its final frame; a larger ``plot_budget`` buys more live frames).
 
     Args:
         display: see :class:`~nbcallback.widgets.base.LiveCallback`; in a
