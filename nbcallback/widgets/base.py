@@ -182,10 +182,11 @@ class LiveCallback(Callback):
             2 CPUs (affinity mask and cgroup quota, see
             :func:`~nbcallback.widgets.env.usable_cpus`): training runs on one
             thread, so the second core draws.  Measured in a kernel on 2
-            shared cores (benchmarks/widgets.py, 10 paired one-epoch runs of
-            4.6 s): the callback takes 35 ms of the training thread per run
-            with the helper, 92 ms inline.  With one usable CPU the helper
-            would only compete.  The helper (and the inline figure) is kept
+            shared cores (benchmarks/widgets.py, 8 paired one-epoch runs of
+            4.2 s): the callback takes 28 ms of the training thread per run
+            with the helper; inline, 39 ms with only the final frame drawn
+            (the budget leaves no room for a live one in so short a run).
+            With one usable CPU the helper would only compete.  The helper (and the inline figure) is kept
             for the next run of the process; in a notebook one is started
             when the callback is created.
         log_interval: seconds between progress lines in log mode (non-TTY).

@@ -156,16 +156,11 @@ class Throttle:
                 fit in the budget with what was spent so far.
         """
         if self.last is None:
-            if self.first is None:
-                return True
-            if now - self.first < self.first_delay:
+            if self.first is not None and now - self.first < self.first_delay:
                 return False
         elif now - self.last < self.interval:
             return False
-        if ignore_budget:
-            return True
-        start = self.first if self.first is not None else self.last
-        return start is None or self.counted + max(0.0, cost) <= self.budget * (now - start)
+        return ignore_budget or now >= self.affordable_at(cost)
 
     def affordable_at(self, cost: float) -> float:
         """The earliest time at which the budget can pay for a refresh of ``cost``

@@ -447,13 +447,9 @@ class LossPlot:
         Brings the lines and y-ranges up to ``data`` (see :meth:`_update`), which a
         following :meth:`render` of the same data does anyway.
         """
-        if self._fig is None or len(self._panels_for(data)) != len(self._axes) \
-                or (data.x_range, data.epoch_marks) != self._layout:
+        if self._builds_for(data, self._panels_for(data)):
             return 0.0
-        scales = self._update(data)
-        if self._static is None or self._background is None or scales != self._drawn:
-            return self.costliest_frame
-        return self.costliest_blit
+        return self.costliest_frame if self._scales_to_draw(self._update(data)) else self.costliest_blit
 
     def _draw_data(self, *, lines: bool = True) -> None:
         """The data layer, over the scale layer: the lines, then the evaluation legend rows."""
@@ -527,13 +523,22 @@ class LossPlot:
         ``final``: see :meth:`_update`."""
         scales = self._update(data, final)
         canvas = self._fig.canvas
+        if not self._scales_to_draw(scales):
+            canvas.restore_region(self._background)
+            return canvas
         if self._static is None:
             self._draw_static(canvas)
-        if self._background is None or scales != self._drawn:
-            self._draw_scales(canvas, scales)
-        else:
-            canvas.restore_region(self._background)
+        self._draw_scales(canvas, scales)
         return canvas
+
+    def _scales_to_draw(self, scales: list[tuple[Any, ...]]) -> bool:
+        """Whether a frame showing ``scales`` must draw (part of) its scale layer."""
+        return self._static is None or self._background is None or scales != self._drawn
+
+    def _builds_for(self, data: PlotData, panels: list[tuple[str, list[str]]]) -> bool:
+        """Whether ``data`` with ``panels`` needs a new figure (none yet, another panel
+        count, or another planned x-range or epoch marks)."""
+        return self._fig is None or len(panels) != len(self._axes) or (data.x_range, data.epoch_marks) != self._layout
 
     def _update(self, data: PlotData, final: bool | None = False) -> list[tuple[Any, ...]]:
         """Bring the figure, its panels, the lines' data and the y-ranges up to ``data``
@@ -545,7 +550,7 @@ class LossPlot:
         live one (False), the final one (True), or none (None).
         """
         panels = self._panels_for(data)
-        if self._fig is None or len(panels) != len(self._axes) or (data.x_range, data.epoch_marks) != self._layout:
+        if self._builds_for(data, panels):
             self._build(data, len(panels))
         if panels != self._panels:
             self._configure(panels)
