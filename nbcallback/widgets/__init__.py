@@ -4,8 +4,9 @@ Three callbacks, usable in ``train``, ``fit`` and ``eval``:
 
 * :class:`ProgressBar` -- epoch and phase bars, rates, ETAs, smoothed loss, a
   table with one row per evaluation.
-* :class:`LiveLossPlot` -- training loss per step (raw and smoothed) and the
-  evaluation results per evaluation, as a PNG.
+* :class:`LiveLossPlot` -- panels of the training loss per step, the
+  evaluation results and the learning rate, drawn live by the browser and kept
+  as a PNG at the end (:class:`Panel` / :class:`Line` add panels).
 * :class:`Dashboard` -- both, plus a Stop button and a learning-rate box.
 
 and :func:`run_in_background`, which trains on a thread so the notebook kernel
@@ -18,8 +19,10 @@ variable (``widget``, ``static``, ``final``, ``text``, ``off``).  At the end of
 a run the live view is replaced by a static HTML snapshot and every widget
 model is closed, so saved notebooks show the final state anywhere.
 
-Importing this package imports neither IPython, ipywidgets nor matplotlib;
-they are imported when a renderer that needs them is first used.
+The kernel only keeps state and sends data; the browser module
+(``static/dashboard.js``, an anywidget) draws.  Importing this package imports
+neither IPython, anywidget nor matplotlib; they are imported when a renderer
+that needs them is first used.
 """
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ __all__ = [
     "Dashboard",
     "LiveCallback",
     "LiveLossPlot",
+    "Line",
+    "Panel",
     "ProgressBar",
     "TrainingState",
     "View",
@@ -46,6 +51,8 @@ _LAZY = {
     "Dashboard": "nbcallback.widgets.dashboard",
     "LiveCallback": "nbcallback.widgets.base",
     "LiveLossPlot": "nbcallback.widgets.live_loss_plot",
+    "Line": "nbcallback.widgets.panels",
+    "Panel": "nbcallback.widgets.panels",
     "ProgressBar": "nbcallback.widgets.progress_bar",
     "TrainingState": "nbcallback.widgets.state",
     "View": "nbcallback.widgets.state",

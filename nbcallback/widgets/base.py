@@ -4,20 +4,20 @@ The callback is the adapter between ``Model``'s hooks and the state model:
 
 * **Hot path** (``on_train_step_end``): append the step's loss *tensor* to a
   list, decrement a counter, test two attributes.  No clock read, no
-  ``.item()``, no host-device synchronisation: the losses are converted in one
-  ``torch.stack(...).tolist()`` at the next refresh tick, so a GPU is synced at
-  most a few times per second (fastai reads ``.item()`` on every batch).
+  ``.item()``, no host-device synchronisation: the losses are converted at the
+  next refresh, so a GPU is synced at most a few times per second.
 * **Checks**: when the counter reaches zero the clock is read, the stride to
   the next check is adapted so checks happen about 20 times per second
-  (:class:`~nbcallback.widgets.clock.CheckScheduler`), and a refresh happens
-  when its throttle allows (text <= 4 Hz, plot >= every 2 s with a cost budget).
+  (:class:`~nbcallback.widgets.clock.CheckScheduler`), and a refresh is sent
+  when 0.25 s have passed: at most 4 per second, and one every quarter to half
+  a second while steps advance, whatever the machine's load.
 * **Controls**: stop and learning-rate requests (SIGINT, Stop button, lr box,
   ``request_stop()``) only set attributes; the next step hook applies them on
   the training thread (see :mod:`nbcallback.widgets.controls`).
 * **End of run**: whatever happens (finished, stopped, exception, second
-  Ctrl-C), ``__exit__`` replaces the live view by the final snapshot and closes
-  every widget model.  A display failure never stops training: it is reported
-  once as a warning and the display is switched off.
+  Ctrl-C), ``__exit__`` draws the final PNG, replaces the live view by the
+  static snapshot and closes the widget.  A display failure never stops
+  training: it is reported once as a warning and the display is switched off.
 
 Subclasses only choose which parts they show (``_PARTS``).
 """
@@ -37,13 +37,8 @@ import torch
 from nbcallback.train.callback import Callback, RunContext
 from nbcallback.widgets.clock import CheckScheduler, Clock, Throttle, monotonic
 from nbcallback.widgets.controls import SHARED_KEY, RunShared, apply_learning_rate, valid_lr
-from nbcallback.widgets.env import (
-    DISPLAY_MODES,
-    describe_frontend_support,
-    kernel_supports_subshells,
-    resolve_display,
-    usable_cpus,
-)
+from nbcallback.widgets.env import DISPLAY_MODES, describe_frontend_support, kernel_supports_subshells, resolve_display
+from nbcallback.widgets.panels import Panel, default_panels
 from nbcallback.widgets.render_text import LogRenderer, NullRenderer, TTYRenderer
 from nbcallback.widgets.state import TrainingState, View
 
@@ -132,22 +127,21 @@ def _losses_to_floats(items: list[Any]) -> list[float]:
         return torch.stack(tensors).cpu().tolist()
 
 
-class _FinalPng:
-    """The final plot frame, fetched on first call and remembered (``fetch`` None: no plot)."""
+#: Arguments of the PNG-in-the-kernel design (before 0.8), accepted with a warning.
+_REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
 
-    def __init__(self, fetch: Callable[[], bytes | None] | None) -> None:
-        self._fetch = fetch
-        self._png: bytes | None = None
 
-    @property
-    def pending(self) -> bool:
-        return self._fetch is not None
-
-    def __call__(self) -> bytes | None:
-        if self._fetch is not None:
-            fetch, self._fetch = self._fetch, None
-            self._png = fetch()
-        return self._png
+def _warn_removed(owner: str, removed: dict[str, Any]) -> None:
+    unknown = sorted(set(removed) - _REMOVED)
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    if removed:
+        warnings.warn(
+            f"{owner}(): {', '.join(sorted(removed))} no longer has an effect: the browser draws the live plot "
+            "and the final PNG has a fixed, sharp size. Remove the argument.",
+            FutureWarning,
+            stacklevel=4,
+        )
 
 
 class LiveCallback(Callback):
@@ -166,36 +160,17 @@ class LiveCallback(Callback):
             stop at the next step boundary (the run ends "stopped by user", the
             model and optimizer stay usable and ``Model.train`` returns
             normally).  A second interrupt raises ``KeyboardInterrupt`` as usual.
-        refresh_interval: seconds between text refreshes; None uses the
+        refresh_interval: seconds between refreshes; None uses the
             renderer's default (0.25 s for widgets and terminals, 1 s for
             static HTML).
-        plot_interval: the shortest time between two plot frames, in seconds
-            (it grows when frames are expensive, see ``plot_budget``).
-        plot_budget: the share of wall time inline plot frames may take, the final
-            frame included (0.005 = 0.5 %).  A live frame waits until the budget
-            can pay for it and for the final frame, so a run of a few seconds
-            shows only its final frame when plotting inline.
-        plot_process: draw live plot frames in a helper process, so the
-            training thread only pays for handing over the (decimated) data;
-            False draws them on the training thread, within ``plot_budget``.
-            None (default) uses the helper when this process may use at least
-            2 CPUs (affinity mask and cgroup quota, see
-            :func:`~nbcallback.widgets.env.usable_cpus`): training runs on one
-            thread, so the second core draws.  Measured in a kernel on 2
-            shared cores (benchmarks/widgets.py, 8 paired one-epoch runs of
-            4.2 s): the callback takes 28 ms of the training thread per run
-            with the helper; inline, 39 ms with only the final frame drawn
-            (the budget leaves no room for a live one in so short a run).
-            With one usable CPU the helper would only compete.  The helper (and the inline figure) is kept
-            for the next run of the process; in a notebook one is started
-            when the callback is created.
         log_interval: seconds between progress lines in log mode (non-TTY).
         live_rows: table rows shown while live (the last ones).
         max_rows: table rows kept in the final snapshot (head and tail, with
             the number left out), so the saved notebook stays small for any
             number of epochs.
         smoothing: EMA factor of the smoothed loss (0.98, bias-corrected).
-        max_points: the most points per plot line (min/max decimation).
+        max_points: the most points per plot line: the loss is kept as at most
+            this many buckets of steps (min, max and smoothed value each).
         clock: a function returning monotonic seconds (tests pass a fake).
     """
 
@@ -209,32 +184,26 @@ class LiveCallback(Callback):
         file: TextIO | None = None,
         graceful_interrupt: bool = True,
         refresh_interval: float | None = None,
-        plot_interval: float = 2.0,
-        plot_budget: float = 0.005,
-        plot_process: bool | None = None,
         log_interval: float = 30.0,
         live_rows: int = 10,
         max_rows: int = 200,
         smoothing: float = 0.98,
-        max_points: int = 2000,
+        max_points: int = 1000,
         clock: Clock | None = None,
+        **removed: Any,
     ) -> None:
         super().__init__()
+        _warn_removed(type(self).__name__, removed)
         if display not in DISPLAY_MODES:
             raise ValueError(f"display must be one of {DISPLAY_MODES}, got {display!r}")
         if refresh_interval is not None and refresh_interval <= 0:
             raise ValueError(f"refresh_interval must be > 0, got {refresh_interval!r}")
-        if plot_interval <= 0:
-            raise ValueError(f"plot_interval must be > 0, got {plot_interval!r}")
         if live_rows < 0 or max_rows < 1:
             raise ValueError(f"live_rows must be >= 0 and max_rows >= 1, got {live_rows!r}, {max_rows!r}")
         self.display = display
         self.file = file
         self.graceful_interrupt = bool(graceful_interrupt)
         self.refresh_interval = refresh_interval
-        self.plot_interval = float(plot_interval)
-        self.plot_budget = float(plot_budget)
-        self.plot_process = usable_cpus() >= 2 if plot_process is None else bool(plot_process)
         self.log_interval = float(log_interval)
         self.live_rows = int(live_rows)
         self.max_rows = int(max_rows)
@@ -247,28 +216,22 @@ class LiveCallback(Callback):
         self._prepare_process()
 
     def _prepare_process(self) -> None:
-        """In a notebook kernel, do the once-per-process set-up when the callback is
-        created, not inside the first run: import ipywidgets (0.1-0.4 s the first
-        time, as ``tqdm.notebook`` does at import) and, for a plot drawn by a helper
-        process, start one into the idle pool (see
-        :func:`~nbcallback.widgets.plot_worker.prewarm`).  The first run then
-        costs what later runs cost.  Nothing happens anywhere else (scripts,
-        terminals, non-zero ranks), and nothing here can fail the callback.
+        """In a notebook kernel, import what the display needs when the callback is
+        created (anywidget, and matplotlib for the final PNG: 0.3-1 s the first
+        time, as ``tqdm.notebook`` pays at import), so no run pays it.  Nothing
+        happens anywhere else, and nothing here can fail the callback.
         """
         try:
             rank = int(os.environ.get("RANK", "0") or 0)
             if resolve_display(self.display, rank=rank, stream=self.file) != "widget":
                 return
-            import ipywidgets  # noqa: F401
+            import nbcallback.widgets.render_widget  # noqa: F401  (anywidget, ipywidgets)
 
-            import nbcallback.widgets.render_widget  # noqa: F401  (and the HTML it renders)
-
-            if "plot" in self._PARTS and self.plot_process:
-                import nbcallback.widgets.frames  # noqa: F401
-                from nbcallback.widgets.plot_worker import prewarm
-
-                prewarm(self._plot_options())
-        except (ImportError, OSError, ValueError):  # reported when the run opens its view, as before
+            if "plot" in self._PARTS:
+                import nbcallback.widgets.plot  # noqa: F401
+                import matplotlib.backends.backend_agg  # noqa: F401
+                import matplotlib.figure  # noqa: F401
+        except (ImportError, OSError, ValueError):  # reported when the run opens its view
             return
 
     # ------------------------------------------------------------------ run bookkeeping
@@ -276,7 +239,6 @@ class LiveCallback(Callback):
     def _init_run(self) -> None:
         self.mode = "off"
         self.renderer: Any = NullRenderer()
-        self._frames: Any = None
         self._shared: RunShared | None = None
         self._cb_params: Any = {}
         self._train_ctx: RunContext | None = None
@@ -299,11 +261,9 @@ class LiveCallback(Callback):
         self._row_epoch: int | None = None  # the epoch whose validation row on_eval_end added
         self._display_failed = False
         self.last_png: bytes | None = None
-        #: Display statistics of the last run: seconds spent drawing the final
-        #: snapshot, live plot frames shown, seconds the helper process spent drawing.
+        self._png_css_width: int | None = None
+        #: Seconds the end of the last run took on the training thread (final PNG and snapshot).
         self.final_seconds = 0.0
-        self.plot_frames = 0
-        self.plot_helper_seconds = 0.0
 
     def _poke(self) -> None:
         """Make the next step hook look at the pending requests (any thread)."""
@@ -361,21 +321,18 @@ class LiveCallback(Callback):
 
     # ------------------------------------------------------------------ setting up a run
 
-    def _make_renderer(self, mode: str) -> Any:
-        parts = self._PARTS
+    def _make_renderer(self, mode: str, plots: bool = True) -> Any:
+        parts = self._PARTS if plots else self._PARTS - {"plot"}
         if mode == "widget":
             from nbcallback.widgets.render_widget import WidgetRenderer
 
             support = describe_frontend_support(mode, self._background, kernel_supports_subshells())
             with_controls = "controls" in parts and bool(support["controls"])
-            if "controls" in parts and (with_controls or self.graceful_interrupt):
-                hint = str(support["hint"])
-            elif "progress" in parts and self.graceful_interrupt:
-                hint = "■ (interrupt) stops gracefully after the current step"
-            else:
-                hint = ""
+            shows_stop = "controls" in parts or "progress" in parts
+            hint = str(support["hint"]) if shows_stop and (with_controls or self.graceful_interrupt) else ""
             return WidgetRenderer(
                 parts if with_controls else parts - {"controls"},
+                panels_for=self._panels_for,
                 on_stop=(lambda: self.request_stop("button")) if with_controls else None,
                 on_lr=self._lr_from_widget if with_controls else None,
                 hint=hint,
@@ -390,6 +347,23 @@ class LiveCallback(Callback):
             return LogRenderer(parts, self.file, self.log_interval)
         return NullRenderer()
 
+    def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
+        """The plot panels for the run's facts (see :func:`~nbcallback.widgets.panels.default_panels`)."""
+        lr_panel = getattr(self, "lr_panel", "auto")
+        return default_panels(
+            facts.get("metrics", ()),
+            groups=getattr(self, "groups", None),
+            lr=bool(facts.get("lr_changed")) if lr_panel == "auto" else bool(lr_panel),
+            loss_positive=bool(facts.get("loss_positive", True)),
+            extra=getattr(self, "panels", None) or (),
+        )
+
+    def _shows_status(self) -> bool:
+        """One status line per run: a plot-only callback leaves it to a progress callback beside it."""
+        if "progress" in self._PARTS or self._shared is None:
+            return True
+        return not any("progress" in getattr(m, "_PARTS", ()) for m in self._shared.members if m is not self)
+
     def _lr_from_widget(self, lr: float) -> None:
         self._pending_lr = lr
         self._poke()
@@ -397,31 +371,16 @@ class LiveCallback(Callback):
     def _open(self, rank: int, plots: bool = True) -> None:
         """Resolve the display mode and open the renderer (no-op when already open).
 
-        ``plots``: whether the run draws a loss curve (``Model.eval`` runs do not,
-        so they start no plot helper).
+        ``plots``: whether the run draws a loss curve (``Model.eval`` runs do not).
         """
         if self._prepared:
             return
         self.mode = resolve_display(self.display, rank=rank, stream=self.file)
-        self.renderer = self._make_renderer(self.mode)
-        interval = self.refresh_interval or self.renderer.text_interval
-        # Text refreshes may take 0.2 % of the run: 4 Hz on a quiet machine (~0.4 ms each in a
-        # kernel); fewer when a loaded machine makes each message slow, so the total stays bounded.
-        self._text = Throttle(interval, budget=0.002)
-        if plots and "plot" in self._PARTS and self.mode != "off" and self._wants_png():
-            from nbcallback.widgets.frames import FrameSource
-
-            self._frames = self._guard_plot(
-                lambda: FrameSource(
-                    self._plot_options(),
-                    live=bool(self.renderer.shows_plot),
-                    use_process=self.plot_process,
-                    interval=self.plot_interval,
-                    budget=self.plot_budget,
-                )
-            )
+        self.renderer = self._make_renderer(self.mode, plots)
+        self._text = Throttle(self.refresh_interval or self.renderer.text_interval)
         self._append = self._losses.append
-        self._guard(lambda: self.renderer.open(self.state.view(self._clock(), live_rows=self.live_rows)))
+        view = self.state.view(self._clock(), live_rows=self.live_rows)
+        self._guard(lambda: self.renderer.open(view, self.state, self._shows_status()))
 
     def _prepare_background(self) -> None:
         """Open the view on the calling (main) thread before a background run starts.
@@ -476,13 +435,8 @@ class LiveCallback(Callback):
         was_prepared = self._prepared
         self._open(rank, plots=kind == "train")
         self._phase = kind
-        if was_prepared and lr is not None and hasattr(self.renderer, "sync_lr"):
-            self._guard(lambda: self.renderer.sync_lr(float(lr)))
         self._countdown = self._stride = self._scheduler.reset()
         self._t_check = now
-        self._text.begin(now)
-        if self._frames is not None and kind == "train":
-            self._guard_plot(lambda: self._frames.begin(now, self.state))
         self._guard(lambda: self.renderer.event("start", self.state.view(now, live_rows=self.live_rows)))
 
     # ------------------------------------------------------------------ hooks: training
@@ -526,14 +480,7 @@ class LiveCallback(Callback):
             )
         self._row_epoch = None
         self.state.end_epoch(epoch, now, validated=results is not None)
-        # After the last epoch the final frame follows at once: a live frame now would
-        # only make the end of the run wait for two frames instead of one.
-        last = self.state.is_last_epoch(epoch) or run_context.get_stop_requested()
-        if last:
-            # The helper starts on the final frame (unless it already did at the validation's
-            # end, with the same data) before the text refresh below.
-            self._request_final()
-        self._refresh(now, force=True, plot=not last)
+        self._refresh(now, force=True)
         self._guard(lambda: self.renderer.event("epoch_end", self.state.view(now, live_rows=self.live_rows)))
 
     @_counted
@@ -574,10 +521,6 @@ class LiveCallback(Callback):
         if self._pending:
             self._apply_pending(run_context, eval_phase=True)
         self._refresh(now, force=True)
-        if self.state.is_last_epoch(int(cb_params.get("cur_epoch_num", 1))) and self._frames is not None \
-                and not self._display_failed:
-            # The last evaluation: the helper draws the final frame's training curve meanwhile.
-            self._guard_plot(lambda: self._frames.prepare_final(self.state))
 
     def on_eval_step_end(self, run_context: RunContext) -> None:
         """Hot path of evaluation steps: a counter only."""
@@ -621,13 +564,6 @@ class LiveCallback(Callback):
                     now, results, epoch=epoch, step=self.state.global_step, seconds=seconds, partial=partial
                 )
                 self._row_epoch = epoch
-                if self.state.is_last_epoch(epoch) or partial:
-                    self._request_final()
-
-    def _request_final(self) -> None:
-        """The plotted data is complete: have the helper start on the final frame."""
-        if self._frames is not None and not self._display_failed:
-            self._guard_plot(lambda: self._frames.request_final(self.state))
 
     # ------------------------------------------------------------------ the slow path
 
@@ -716,56 +652,21 @@ class LiveCallback(Callback):
         if optimizer is not None and getattr(optimizer, "param_groups", None):
             self.state.set_lr(optimizer.param_groups[0].get("lr"))
 
-    def _refresh(self, now: float, force: bool = False, plot: bool = True) -> None:
-        """Record and redraw.
+    def _refresh(self, now: float, force: bool = False) -> None:
+        """Record and send what changed.
 
-        ``force`` (epoch end, evaluation start) skips the time budget but not
-        the minimum interval, so events never push the front end past 4
-        messages per second; a plot frame always respects its own throttle.
-        ``plot=False`` updates the text only.
+        ``force`` (epoch end, evaluation start) still respects the interval, so
+        events never push the front end past 4 messages per second; the next
+        check after the interval sends them.
         """
         if self._run_kind is None:
             return
         self._record(now)
-        if self.mode == "off" or self._display_failed:
+        if self.mode == "off" or self._display_failed or not self._text.due(now):
             return
-        if not self._text.due(now, ignore_budget=force):
-            return
-        started = time.perf_counter()
-        png = None
-        plot_cost = 0.0
-        if plot and self._frames is not None and self._run_kind == "train":
-            png = self._guard_plot(lambda: self._frames.live_frame(self.state, now))
-            plot_cost = time.perf_counter() - started
-            if png is not None:
-                self.last_png = png
         view = self.state.view(now, live_rows=self.live_rows)
-        self._guard(lambda: self.renderer.update(view, png))
-        cost = time.perf_counter() - started
-        self._text.done(now, max(0.0, cost - plot_cost))
-
-    def _guard_plot(self, action: Any) -> Any:
-        """Run a plot action; on failure warn and drop the plot only (progress and table stay)."""
-        try:
-            return action()
-        except Exception as exc:  # e.g. matplotlib missing or broken: the rest of the display still works
-            warnings.warn(
-                f"nbcallback.widgets.{type(self).__name__}: the plot failed and is switched off for this run "
-                f"({type(exc).__name__}: {exc}); training continues.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            frames, self._frames = self._frames, None
-            if frames is not None:
-                try:
-                    frames.close(reuse=False)
-                except Exception:  # already failing; the warning above says why
-                    pass
-            return None
-
-    def _wants_png(self) -> bool:
-        """Whether this run needs plot frames: live ones, or the one of the final snapshot."""
-        return self.mode in ("widget", "static", "final")
+        self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
+        self._text.done(now)
 
     def _guard(self, action: Any) -> Any:
         """Run a display action; on failure warn once and switch the display off."""
@@ -808,31 +709,15 @@ class LiveCallback(Callback):
             self.state.finish(now, status, text, error)
             if self.mode != "off" and not self._display_failed:
                 started = time.perf_counter()
-                final = _FinalPng(None)
-                frames = self._frames
-                if frames is not None and self.state.kind == "train" and self.state.has_plot_points():
-                    # Model.eval has no curve to draw.  The helper draws while the snapshot is sent.
-                    self._guard_plot(lambda: frames.start_final(self.state))
-                    if self._frames is not None:  # still there: starting the frame did not fail
-                        final = _FinalPng(lambda: self._guard_plot(lambda: frames.final_frame(self.state)))
-                view = self.state.view(now, live_rows=None, max_rows=self.max_rows)
-                renderer = self.renderer
-                early = bool(getattr(renderer, "collects_final_png", False)) and final.pending
-                if early:  # the snapshot goes out while the helper finishes the frame
-                    self._guard(lambda: renderer.finish(view, final))
-                png = final()
+                png = self._final_png() if self.state.kind == "train" else None
                 if png is not None:
                     self.last_png = png
                 self._on_final_png(png)  # e.g. saves the PNG, which text renderers then name
-                if not early:
-                    self._guard(lambda: renderer.finish(view, png))
+                view = self.state.view(now, live_rows=None, max_rows=self.max_rows)
+                css_width = self._png_css_width
+                self._guard(lambda: self.renderer.finish(view, png, self._shows_status(), css_width))
                 self.final_seconds = time.perf_counter() - started
         finally:
-            if self._frames is not None:
-                self.plot_frames = self._frames.frames
-                self.plot_helper_seconds = self._frames.worker_seconds
-                self._frames.close()
-                self._frames = None
             if self._shared is not None:
                 self._shared.uninstall_signal(self)
             self._prepared = False
@@ -843,9 +728,34 @@ class LiveCallback(Callback):
             self._losses = []
             self._append = _DISCARD
 
-    def _plot_options(self) -> dict[str, Any]:
-        """:class:`~nbcallback.widgets.plot.LossPlot` options (subclasses with a plot override it)."""
-        return {}
+    def _wants_png(self) -> bool:
+        """Whether this run ends with a PNG: a notebook snapshot (subclasses add ``save_path``)."""
+        return self.mode in ("widget", "static", "final")
+
+    def _final_png(self) -> bytes | None:
+        """The final plot, drawn from the same panels the browser drew; None without a plot
+        (no plot part, nothing recorded) or when drawing fails (a warning says why)."""
+        self._png_css_width = None
+        if "plot" not in self._PARTS or not self._wants_png() or not self.state.has_plot_points():
+            return None
+        try:
+            from nbcallback.widgets.plot import png_size, render_png
+
+            data = self.state.plot_data()
+            panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
+                                       "lr_changed": data.lr_changed})
+            png = render_png(panels, data)
+            drawn = [p for p in panels if any(line.key in data.series for line in p.lines)]
+            self._png_css_width = png_size(len(drawn))[0]
+            return png
+        except Exception as exc:  # matplotlib missing or broken: the snapshot still goes out
+            warnings.warn(
+                f"nbcallback.widgets.{type(self).__name__}: the final plot could not be drawn "
+                f"({type(exc).__name__}: {exc}); the rest of the snapshot is shown.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return None
 
     def _on_final_png(self, png: bytes | None) -> None:
         """Hook for subclasses (LiveLossPlot saves the PNG to ``save_path``)."""
@@ -877,7 +787,7 @@ class LiveCallback(Callback):
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""
         state = dict(self.__dict__)
-        for key in ("renderer", "_frames", "_shared", "_cb_params", "_train_ctx", "_eval_ctx", "_losses", "_append", "state"):
+        for key in ("renderer", "_shared", "_cb_params", "_train_ctx", "_eval_ctx", "_losses", "_append", "state"):
             state.pop(key, None)
         return state
 

@@ -6,16 +6,13 @@
   the stride adapts so that the clock is read about 20 times per second whatever
   the step time (the "predicted skip" of fastprogress and Hugging Face's
   notebook tracker).
-* :class:`Throttle` answers "is a refresh due?" for one output (text, plot) and
-  backs off when rendering gets expensive, so a slow front end or a slow plot can
-  never take more than a fixed share of the wall time.
+* :class:`Throttle` answers "is a refresh due?": at most 4 per second.
 
 Both take the current time as an argument, so the unit tests drive them with
 :class:`FakeClock` instead of sleeping.
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Callable
 
@@ -101,88 +98,25 @@ class CheckScheduler:
 
 
 class Throttle:
-    """Decide when one output (text, plot) is refreshed, within a time budget.
+    """At most one refresh per ``interval`` seconds: ``due(now)``, then ``done(now)``.
 
-    Args:
-        interval: the shortest time between two refreshes, in seconds (0.25 for
-            4 Hz text, 2.0 for the plot).
-        budget: the largest share of wall time this output may use (0.005 =
-            0.5 %).  A refresh is due only when ``interval`` has passed *and*
-            the time spent so far is within ``budget`` of the time since the
-            first refresh (a token bucket: one expensive frame, such as a
-            redrawn plot background, delays the next ones until the average is
-            back under budget, instead of stretching the interval for good).
-            This is tqdm's ``TMonitor`` idea applied to rendering cost.
-
-    ``warmup=True`` in :meth:`done` marks a one-off cost (building the figure,
-    loading fonts) that does not count against the budget: the final frame
-    would pay it anyway.  A caller that knows what a refresh will cost passes
-    it to :meth:`due`, and the refresh then waits until the budget can pay for
-    it, so the budget holds for the first refresh too (otherwise the bucket
-    starts full: one refresh may overdraw it).
-
-    Call :meth:`begin` at the start of the run: the budget then counts from
-    there, and the first refresh waits ``first_delay`` seconds (a plot of the
-    first few steps says nothing; a run shorter than that renders only its
-    final frame).
+    No cost budget: a refresh sends data only (the browser draws), so a steady
+    cadence is what matters -- a bar that freezes on a loaded machine reads as
+    a hung kernel.
     """
 
-    def __init__(self, interval: float, budget: float = 0.005, first_delay: float = 0.0) -> None:
+    def __init__(self, interval: float) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be > 0, got {interval!r}")
-        if not 0 < budget <= 1:
-            raise ValueError(f"budget must be in (0, 1], got {budget!r}")
         self.interval = float(interval)
-        self.budget = float(budget)
-        self.first_delay = float(first_delay)
-        self.first: float | None = None
         self.last: float | None = None
         self.refreshes = 0
-        self.seconds = 0.0
-        self.counted = 0.0
 
-    def begin(self, now: float) -> None:
-        """The run starts at ``now`` (the budget and ``first_delay`` count from here)."""
-        self.first = now
+    def due(self, now: float) -> bool:
+        """Whether a refresh is allowed at ``now``."""
+        return self.last is None or now - self.last >= self.interval
 
-    def due(self, now: float, ignore_budget: bool = False, cost: float = 0.0) -> bool:
-        """Whether a refresh is allowed at ``now``.
-
-        Args:
-            now: the current time.
-            ignore_budget: only the interval counts (an event worth showing,
-                such as an epoch end, but never more often than ``interval``).
-            cost: what the refresh is expected to cost, in seconds: it must
-                fit in the budget with what was spent so far.
-        """
-        if self.last is None:
-            if self.first is not None and now - self.first < self.first_delay:
-                return False
-        elif now - self.last < self.interval:
-            return False
-        return ignore_budget or now >= self.affordable_at(cost)
-
-    def affordable_at(self, cost: float) -> float:
-        """The earliest time at which the budget can pay for a refresh of ``cost``
-        seconds, the interval aside (-inf before :meth:`begin` and the first refresh)."""
-        start = self.first if self.first is not None else self.last
-        if start is None:
-            return -math.inf
-        return start + (self.counted + max(0.0, cost)) / self.budget
-
-    def done(self, now: float, cost: float, warmup: bool = False) -> None:
-        """Record a refresh that started at ``now`` and took ``cost`` seconds.
-
-        Args:
-            now: when the refresh started.
-            cost: how long it took.
-            warmup: a one-off cost that is not counted against the budget.
-        """
-        if self.first is None:
-            self.first = now
+    def done(self, now: float) -> None:
+        """Record a refresh made at ``now``."""
         self.last = now
         self.refreshes += 1
-        cost = max(0.0, cost)
-        self.seconds += cost
-        if not warmup:
-            self.counted += cost

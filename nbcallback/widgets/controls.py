@@ -137,36 +137,26 @@ def apply_learning_rate(optimizer: Any, lr: float) -> float:
 def release_comm_routing(widget: Any) -> bool:
     """Let the front end choose the subshell for this widget's incoming messages.
 
-    ipykernel 7.x remembers, per comm, the subshell of the request during which
-    the kernel last *published* on that comm (``_reply_subshell_id``) and routes
-    the front end's messages for the comm back there.  A widget created in the
-    training cell therefore has its clicks routed to the busy main shell, where
-    they wait until the cell ends, even when JupyterLab >= 4.4 sends them over a
-    subshell (measured: 5.5 s late; see widgets-anchors.md §3 and
-    jupyterlab/jupyterlab#17363).  Removing the hint makes ipykernel use the
-    subshell the front end named; the click then runs on that subshell's thread
-    within milliseconds.
+    ipykernel 7 routes a front end's message for a comm to the subshell of the
+    request during which the kernel last *published* on that comm.  A widget
+    the training cell updates therefore has its clicks routed to the busy main
+    shell, where they wait until the cell ends, even when JupyterLab >= 4.4 /
+    Notebook >= 7.4 send them over a subshell (``commsOverSubshells``).  This
+    per-comm override makes ipykernel use the subshell the front end named, so
+    a click runs on that subshell's thread within a tenth of a second (measured
+    in ``reference/anywidget-hosts.md`` A.3).  Handlers then run concurrently
+    with training: they only store the request.
 
-    This touches a private attribute; when it is absent (ipykernel 6, other
-    kernels) nothing happens.  Call it after the widget was created and
-    displayed, and do not publish on the widget from the training thread
-    afterwards (that would set the hint again).
+    The hook is private to ipykernel 7 (``BaseComm._reply_subshell_for``);
+    without it (ipykernel 6, other kernels) nothing happens.
 
     Returns:
-        True when a routing hint was removed.
+        True when the routing was changed.
     """
     comm = getattr(widget, "comm", None)
-    if comm is None:
+    if comm is None or not hasattr(comm, "_reply_subshell_for"):
         return False
-    lock = getattr(comm, "_reply_subshell_lock", None)
-    try:
-        if lock is not None:
-            with lock:
-                del comm._reply_subshell_id
-        else:
-            del comm._reply_subshell_id
-    except AttributeError:
-        return False
+    comm._reply_subshell_for = lambda data, default: default
     return True
 
 

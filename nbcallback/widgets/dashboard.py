@@ -22,14 +22,13 @@ class Dashboard(LiveLossPlot):
 
     * ``run_in_background(model.fit, ...)`` with this dashboard: training runs
       on a thread and the kernel stays free, so clicks are handled at once in
-      every front end with widget support (JupyterLab, Notebook 7, VS Code,
-      Colab).  This is the robust way.
+      Jupyter front end (JupyterLab, Notebook 7, VS Code, Colab).  This is the robust way.
     * A normal (foreground) ``model.fit(...)`` cell: in JupyterLab >= 4.4 /
       Notebook >= 7.4 with ipykernel >= 7, which send comm messages over kernel
-      subshells (``commsOverSubshells``, default ``perCommTarget``).  ipykernel
-      7's per-comm routing hint is cleared for the control widgets so the
-      clicks are not queued behind the cell.  With ipykernel < 7 the controls
-      are not shown in foreground runs, and the view says to press ■.
+      subshells (``commsOverSubshells``, default ``perCommTarget``); the
+      widget's comm is routed so that clicks are not queued behind the cell.
+      Elsewhere (ipykernel < 7, VS Code, Colab, marimo) the controls are not
+      shown in foreground runs, and the view says, once, to interrupt instead.
     * Everywhere: the kernel's interrupt button stops gracefully after the
       current step.
 
@@ -38,11 +37,7 @@ class Dashboard(LiveLossPlot):
 
     Args:
         display: see :class:`~nbcallback.widgets.base.LiveCallback`.
-        save_path: write the final PNG there at the end of each run.
-        groups: explicit metric panels (see :class:`LiveLossPlot`).
-        width: figure width in inches.
-        height: figure height in inches.
-        dpi: plot resolution.
+        save_path, groups, panels, lr_panel: see :class:`LiveLossPlot`.
         **kwargs: the other :class:`~nbcallback.widgets.base.LiveCallback` arguments.
     """
 

@@ -6,19 +6,20 @@ Resolution order (first match wins):
    rank 0 draws.
 2. The callback's ``display=`` argument, when it is not ``'auto'``.
 3. The ``NBCALLBACK_DISPLAY`` environment variable, when set (CI, docs builds).
-4. Detection: an IPython *kernel* (Jupyter, VS Code, Colab) with ipywidgets
-   importable -> ``'widget'``; Databricks runtimes -> ``'static'`` (their widget
-   support differs; huggingface/transformers#17406 shows raw objects there);
-   anything else -> ``'text'``.
+4. Detection: an IPython *kernel* (Jupyter, VS Code, Colab) with anywidget
+   importable, or a running marimo notebook -> ``'widget'``; Databricks
+   runtimes -> ``'static'`` (their widget support differs;
+   huggingface/transformers#17406 shows raw objects there); anything else ->
+   ``'text'``.
 
 ``'text'`` then becomes ``'tty'`` (one line rewritten with ``\\r``) when the
 stream is a terminal, else ``'log'`` (plain lines at a sane interval, no
 ``\\r`` or escape codes, so CI logs and redirected files stay readable;
 keras-team/keras#7523).
 
-Nothing here imports IPython or ipywidgets: the kernel check looks at
-``sys.modules`` (IPython is always imported in a kernel), and the ipywidgets
-check only asks whether the package can be found.
+Nothing here imports IPython, anywidget or marimo: the kernel checks look at
+``sys.modules`` (IPython is always imported in a kernel, marimo in a marimo
+notebook), and the anywidget check only asks whether the package can be found.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import os
 import sys
 from typing import Any, Mapping, TextIO
 
-__all__ = ["DISPLAY_MODES", "ENV_VAR", "resolve_display", "in_notebook_kernel", "kernel_supports_subshells", "usable_cpus"]
+__all__ = ["DISPLAY_MODES", "ENV_VAR", "resolve_display", "in_notebook_kernel", "kernel_supports_subshells", "host"]
 
 #: What ``display=`` accepts.  ``'final'`` shows nothing live and only the final
 #: snapshot (docs builds: one HTML+PNG per run, no widget state at all).
@@ -38,8 +39,33 @@ ENV_VAR = "NBCALLBACK_DISPLAY"
 _NOTEBOOK_MODES = frozenset({"widget", "static", "final"})
 
 
+def in_marimo() -> bool:
+    """True while a marimo notebook runs this code (edit or run mode)."""
+    marimo = sys.modules.get("marimo")
+    running = getattr(marimo, "running_in_notebook", None)
+    try:
+        return bool(running()) if callable(running) else False
+    except Exception:  # an old or partial marimo: not a notebook we can draw in
+        return False
+
+
+def host(environ: Mapping[str, str] | None = None) -> str:
+    """Where the notebook runs, as far as the kernel can tell: ``'marimo'``, ``'colab'``,
+    ``'vscode'`` (a hint only: ``VSCODE_PID`` / ``VSCODE_CWD``) or ``'jupyter'``."""
+    environ = os.environ if environ is None else environ
+    if in_marimo():
+        return "marimo"
+    if "google.colab" in sys.modules:
+        return "colab"
+    if "VSCODE_PID" in environ or "VSCODE_CWD" in environ:
+        return "vscode"
+    return "jupyter"
+
+
 def in_notebook_kernel() -> bool:
-    """True inside a Jupyter kernel (not a terminal IPython, not plain Python)."""
+    """True inside a Jupyter kernel or a marimo notebook (not a terminal IPython, not plain Python)."""
+    if in_marimo():
+        return True
     ipython = sys.modules.get("IPython")
     if ipython is None:
         return False
@@ -67,7 +93,7 @@ def kernel_supports_subshells() -> bool:
 
 
 def _widgets_importable() -> bool:
-    return importlib.util.find_spec("ipywidgets") is not None
+    return importlib.util.find_spec("anywidget") is not None
 
 
 def _is_tty(stream: TextIO | None) -> bool:
@@ -133,62 +159,22 @@ def resolve_display(
     return mode
 
 
-def describe_frontend_support(mode: str, background: bool, subshells: bool) -> dict[str, Any]:
-    """Whether the Stop/LR controls can act during a run, and the hint to show.
+def describe_frontend_support(mode: str, background: bool, subshells: bool, where: str | None = None) -> dict[str, Any]:
+    """Whether the Stop / lr controls can act while the run trains, and the one hint to show.
 
-    Returns ``{'controls': bool, 'hint': str}``.
+    Returns ``{'controls': bool, 'hint': str}``.  Controls act during a
+    foreground run only where clicks reach a busy kernel: JupyterLab >= 4.4 /
+    Notebook >= 7.4 with a kernel that has subshells (ipykernel >= 7).  VS Code,
+    Colab and marimo queue them until the cell ends, so the controls are shown
+    only for ``run_in_background`` there.
     """
     if mode != "widget":
         return {"controls": False, "hint": ""}
+    where = host() if where is None else where
     if background:
-        return {"controls": True, "hint": "Stop and lr act at the next step."}
-    if subshells:
-        return {
-            "controls": True,
-            "hint": "Stop and lr act at the next step in JupyterLab ≥ 4.4 (comms over subshells); "
-            "elsewhere press ■ (interrupt) to stop gracefully.",
-        }
-    return {
-        "controls": False,
-        "hint": "Press ■ (interrupt kernel) to stop gracefully after the current step. "
-        "For a Stop button and lr control here, use nbcallback.widgets.run_in_background(...) "
-        "or ipykernel ≥ 7 with JupyterLab ≥ 4.4.",
-    }
-
-
-def usable_cpus(cgroup_root: str = "/sys/fs/cgroup") -> int:
-    """CPUs this process may really use: its affinity mask, capped by a cgroup CPU quota.
-
-    Containers (Binder, Kubernetes, ``docker --cpus``) often show every host
-    CPU in ``os.cpu_count()`` and the affinity mask while a quota allows one or
-    two; a plot helper process would then compete with training for that
-    quota.  cgroup v2 ``cpu.max`` and v1 ``cpu.cfs_quota_us`` are read.
-    """
-    try:
-        count = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        count = os.cpu_count() or 1
-    quota = _cgroup_cpu_quota(cgroup_root)
-    if quota is not None:
-        count = min(count, max(1, int(quota)))
-    return count
-
-
-def _cgroup_cpu_quota(root: str) -> float | None:
-    """The cgroup's CPU quota in CPUs (1.5 = one and a half), or None when unlimited or unknown."""
-    try:
-        with open(os.path.join(root, "cpu.max")) as handle:  # cgroup v2: "max 100000" or "150000 100000"
-            fields = handle.read().split()
-        if len(fields) == 2 and fields[0] != "max" and int(fields[1]) > 0:
-            return int(fields[0]) / int(fields[1])
-        return None
-    except (OSError, ValueError):
-        pass
-    try:  # cgroup v1
-        with open(os.path.join(root, "cpu", "cpu.cfs_quota_us")) as handle:
-            quota = int(handle.read())
-        with open(os.path.join(root, "cpu", "cpu.cfs_period_us")) as handle:
-            period = int(handle.read())
-    except (OSError, ValueError):
-        return None
-    return quota / period if quota > 0 and period > 0 else None
+        return {"controls": True, "hint": ""}
+    if subshells and where == "jupyter":
+        return {"controls": True, "hint": "If Stop does nothing, press ■ (interrupt): training stops after this step."}
+    if where == "marimo":
+        return {"controls": False, "hint": "To stop early, interrupt the cell: training stops after the current step."}
+    return {"controls": False, "hint": "To stop early, press ■ (interrupt the kernel): training stops after the current step."}

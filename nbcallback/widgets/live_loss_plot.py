@@ -1,46 +1,45 @@
-"""``LiveLossPlot``: the training and evaluation curves, live, as a PNG."""
+"""``LiveLossPlot``: the training and evaluation curves, live in the browser, as a PNG at the end."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nbcallback.widgets.base import LiveCallback, save_png
+from nbcallback.widgets.panels import Panel
 
 __all__ = ["LiveLossPlot"]
 
 
 class LiveLossPlot(LiveCallback):
-    """A live plot of the training loss per step and the evaluation results.
+    """Live panels of the training loss per step, the evaluation results and the learning rate.
 
-    The first panel shows the raw training loss per step (faint), its smoothed
-    version (bold) and every evaluation loss; each other metric group gets its
-    own panel, one point per evaluation.  Epoch boundaries are dotted, and the
-    x-range is preset to the planned number of steps so the plot does not jump.
-    Lines are decimated to at most ``max_points`` points (min/max, so spikes
-    stay visible).  Frames are rendered with matplotlib's Agg canvas into a
-    private figure (no pyplot state) at most every ``plot_interval`` seconds
-    and once more at the end.  When the process may use 2 or more CPUs the
-    frames are drawn in a helper process (``plot_process``), so training only
-    pays for handing over at most ``max_points`` points per line; with a
-    single CPU they are drawn inline and limited to ``plot_budget`` of the
-    wall time, the final frame included (a run of a few seconds then shows
-    only its final frame; a larger ``plot_budget`` buys more live frames).
+    The **loss** panel shows the training loss per step as a faint band (the
+    lowest and highest value of each group of steps, so spikes stay visible)
+    under its smoothed line, and the evaluation loss as points, on a log scale
+    while every loss is positive.  Each other metric gets a panel with one
+    point per evaluation, and a **learning rate** panel appears when the rate
+    changes during the run (a scheduler, ``ReduceLROnPlateau``, the Dashboard's
+    lr box).  Epoch boundaries are dotted; the x axis is preset to the planned
+    steps, so the plot does not jump.  Hovering a panel shows the values at
+    the nearest step.
+
+    The browser draws the panels (crisp at any zoom, in the notebook's light or
+    dark theme) from data the kernel sends at most 4 times a second; the kernel
+    draws nothing while training runs.  When the run ends, the same panels are
+    drawn once with matplotlib, as the PNG the saved notebook keeps.
 
     Args:
         display: see :class:`~nbcallback.widgets.base.LiveCallback`; in a
-            terminal there is no live plot (only a summary line), use
+            terminal there is no plot (only a summary line), use
             ``save_path`` to get the PNG.
-        save_path: when given, the final PNG is written there at the end of
-            every run (folders are created).
-        groups: explicit metric panels after the loss panel,
-            ``{title: [metric names]}``; by default each non-loss metric has
-            its own panel (at most 3 panels).
-        width: figure width in inches.
-        height: figure height in inches.
-        dpi: resolution (80 keeps a frame at about 8-15 KB).
+        save_path: write the final PNG there at the end of every run (folders
+            are created).
+        groups: metric panels after the loss panel, ``{title: [metric names]}``;
+            by default each other metric has its own panel (at most 3).
+        panels: more :class:`~nbcallback.widgets.panels.Panel` s, drawn after those.
+        lr_panel: ``'auto'`` (when the learning rate changes), True or False.
         **kwargs: the other :class:`~nbcallback.widgets.base.LiveCallback`
-            arguments (``plot_interval``, ``plot_budget``, ``max_points``,
-            ``smoothing``, ``graceful_interrupt``, ``clock`` ...).
+            arguments (``max_points``, ``smoothing``, ``graceful_interrupt`` ...).
 
     The last PNG is also kept in :attr:`last_png` (bytes).
     """
@@ -53,24 +52,22 @@ class LiveLossPlot(LiveCallback):
         *,
         save_path: str | Path | None = None,
         groups: Mapping[str, Sequence[str]] | None = None,
-        width: float = 9.0,
-        height: float = 3.0,
-        dpi: int = 80,
+        panels: Sequence[Panel] = (),
+        lr_panel: bool | str = "auto",
         **kwargs: Any,
     ) -> None:
-        # Set before the base class runs: it may start a plot helper with these options.
+        if lr_panel not in ("auto", True, False):
+            raise ValueError(f"lr_panel must be 'auto', True or False, got {lr_panel!r}")
         self.save_path = Path(save_path) if save_path is not None else None
         self.groups = dict(groups) if groups else None
-        self.width = float(width)
-        self.height = float(height)
-        self.dpi = int(dpi)
+        self.panels = list(panels)
+        if not all(isinstance(panel, Panel) for panel in self.panels):
+            raise TypeError("panels must be nbcallback.widgets.Panel objects, e.g. Panel('acc', [Line('eval:acc', 'acc')])")
+        self.lr_panel = lr_panel
         super().__init__(display, **kwargs)
 
     def _wants_png(self) -> bool:
         return super()._wants_png() or self.save_path is not None
-
-    def _plot_options(self) -> dict[str, Any]:
-        return {"width": self.width, "height": self.height, "dpi": self.dpi, "groups": self.groups}
 
     def _on_final_png(self, png: bytes | None) -> None:
         if png is not None and self.save_path is not None:

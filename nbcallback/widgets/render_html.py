@@ -1,152 +1,162 @@
-"""HTML for the live widget view and for the static end-of-run snapshot.
+"""What the notebook shows, as data (for the live widget) and as static HTML (for the saved notebook).
 
-Small and self-contained on purpose:
+:func:`payload` turns a :class:`~nbcallback.widgets.state.View` into the
+``view`` dict the front end draws (bars, status, table, hint: every word is
+formatted here, so the browser only lays it out).  The end-of-run snapshot is
+the same payload as HTML (:func:`snapshot_bundle`), and the final plot is its
+own ``image/png`` output (:func:`plot_bundle`): GitHub's notebook viewer drops
+data-URI images inside HTML, while every viewer shows an ``image/png``.
 
-* ``<progress>`` elements instead of nested ``div`` bars: a few bytes each,
-  drawn natively in every front end and theme, and the text next to each bar
-  ("312/938") keeps the information where a sanitiser strips the element.
-* Only inline styles: the HTML widget's value and a saved notebook's output
-  must look right on their own, without a stylesheet (GitHub and nbviewer
-  drop ``<style>`` blocks in some paths).  Colours come from JupyterLab /
-  VS Code CSS variables with fallbacks, so dark themes work (tqdm/tqdm#1457,
-  Lightning-AI/pytorch-lightning#8447).
-* Every user-controlled string (metric names, error messages) is escaped.
-* The live view shows only the last few table rows, so the bytes per refresh
-  do not grow with the number of epochs (Hugging Face's tracker re-sends its
-  whole growing table every update).
-* The final plot is its own ``image/png`` output (:func:`plot_bundle`), not a
-  data-URI ``<img>`` inside the HTML: GitHub's notebook viewer drops data-URI
-  images in HTML outputs (activeviam/atoti-notebooks#425), while every viewer
-  shows an ``image/png`` output.
+The snapshot uses inline styles only (saved outputs must look right without a
+stylesheet), colours from JupyterLab / VS Code CSS variables with fallbacks,
+and escapes every user-controlled string.
 """
 from __future__ import annotations
 
 import base64
 import dataclasses
 import html
-from typing import Iterable
+from typing import Any
 
 from nbcallback.widgets import fmt
 from nbcallback.widgets.state import View
 
-__all__ = ["live_html", "snapshot_html", "snapshot_text", "snapshot_bundle", "plot_bundle", "PLOT_PENDING"]
+__all__ = ["payload", "snapshot_html", "snapshot_text", "snapshot_bundle", "plot_bundle", "PLOT_PENDING"]
 
 _FONT = (
     "font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));"
-    "font-size:12.5px;line-height:1.55;color:var(--jp-ui-font-color1,var(--vscode-foreground,inherit))"
+    "font-size:13px;line-height:1.6;color:var(--jp-ui-font-color1,var(--vscode-foreground,inherit))"
 )
-_TRAIN_COLOR = "var(--jp-brand-color1,#1976d2)"
-_EVAL_COLOR = "var(--jp-warn-color1,#e68a00)"
-_STATUS_COLORS = {
+_COLORS = {
+    "epoch": "var(--jp-brand-color1,#1976d2)",
+    "train": "var(--jp-brand-color1,#1976d2)",
+    "eval": "var(--jp-warn-color1,#e65100)",
     "finished": "var(--jp-success-color1,#2e7d32)",
-    "stopped": "var(--jp-warn-color1,#e68a00)",
-    "error": "var(--jp-error-color1,#d32f2f)",
-    "interrupted": "var(--jp-error-color1,#d32f2f)",
+    "stopped": "var(--jp-warn-color1,#e65100)",
+    "error": "var(--jp-error-color1,#c62828)",
+    "interrupted": "var(--jp-error-color1,#c62828)",
 }
-_STATUS_MARKS = {"finished": "✔", "stopped": "■", "error": "✖", "interrupted": "✖"}
-
-PARTS = frozenset({"progress", "table", "plot", "controls"})
-_LIVE_TABLE = "border-collapse:separate;border-spacing:12px 0;margin-left:-12px"
+_MARKS = {"finished": "✔", "stopped": "■", "error": "✖", "interrupted": "✖"}
 
 
 def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _bar(label: str, value: float, maximum: float, right: str, color: str) -> str:
-    maximum = max(maximum, 1e-12)
-    value = min(max(value, 0.0), maximum)
-    percent = 100.0 * value / maximum
-    return (
-        f'<div><span style="display:inline-block;min-width:7.5em;color:{color}">{_esc(label)}</span>'
-        f'<progress value="{value:g}" max="{maximum:g}" '
-        f'style="width:18em;height:0.9em;vertical-align:middle;accent-color:{color}"></progress> '
-        f"{percent:3.0f}% {right}</div>"
-    )
+def _bar(kind: str, label: str, value: float, maximum: float, tail: str) -> dict[str, Any]:
+    maximum = max(float(maximum), 1e-12)
+    value = min(max(float(value), 0.0), maximum)
+    percent = f"{100.0 * value / maximum:3.0f}%".strip()
+    return {"kind": kind, "label": label, "value": value, "max": maximum,
+            "text": " · ".join(p for p in (percent, tail) if p)}
 
 
-def _progress_block(view: View) -> str:
+def _bars(view: View) -> list[dict[str, Any]]:
     parts = fmt.progress_parts(view)
-    out = []
     if view.kind == "eval":
         total = view.eval_steps or max(view.eval_step, 1)
         tail = " · ".join(p for p in (parts["steps"], parts["rate"], parts["time"]) if p)
-        out.append(_bar("evaluation", view.eval_step, total, _esc(tail), _EVAL_COLOR))
-        return "".join(out)
-    epochs = max(view.epochs, 1)
+        return [_bar("eval", "evaluation", view.eval_step, total, tail)]
+    spe = max(view.steps_per_epoch, 1)
+    # The epoch bar includes the current epoch's share, so a stop mid-epoch reads the same on both bars.
+    partial = view.step_in_epoch / spe if view.epochs_done < view.epochs and view.step_in_epoch < spe else 0.0
     epoch_tail = " · ".join(p for p in (parts["eta_total"], parts["loss"], parts["lr"]) if p)
-    out.append(_bar(parts["epoch"], view.epochs_done, epochs, _esc(epoch_tail), _TRAIN_COLOR))
+    bars = [_bar("epoch", parts["epoch"], view.epochs_done + partial, max(view.epochs, 1), epoch_tail)]
     if view.phase == "eval":
         total = view.eval_steps or max(view.eval_step, 1)
-        tail = " · ".join((parts["steps"], parts["rate"]))
-        out.append(_bar("eval", view.eval_step, total, _esc(tail), _EVAL_COLOR))
+        bars.append(_bar("eval", "eval", view.eval_step, total, " · ".join((parts["steps"], parts["rate"]))))
     else:
         tail = " · ".join(p for p in (parts["steps"], parts["rate"], parts["time"]) if p)
-        out.append(_bar("train", view.step_in_epoch, max(view.steps_per_epoch, 1), _esc(tail), _TRAIN_COLOR))
-    return "".join(out)
+        bars.append(_bar("train", "train", view.step_in_epoch, spe, tail))
+    return bars
 
 
-def _status_line(view: View, hint: str = "") -> str:
-    color = _STATUS_COLORS.get(view.status, "inherit")
-    mark = _STATUS_MARKS.get(view.status, "")
+def _status(view: View) -> dict[str, str]:
     text = view.status_text
     if view.status == "running" and view.phase == "eval" and view.kind == "train":
         text = "running (validation)"
-    line = f'<span style="color:{color};font-weight:600">{_esc((mark + " " + text).strip())}</span>'
+    note = ""
     if view.lr_changes:
         step, lr = view.lr_changes[-1]
-        line += f" · lr set to {_esc(fmt.number(lr, 3))} at step {step}"
-    if hint:
-        line += f' <span style="opacity:.65">· {_esc(hint)}</span>'
-    return f"<div>{line}</div>"
+        note = f"lr set to {fmt.number(lr, 3)} at step {step}"
+    return {"state": view.status, "text": (_MARKS.get(view.status, "") + " " + text).strip(), "note": note}
 
 
-def _table(view: View, rows: Iterable[object] | None = None, live: bool = False) -> str:
-    header = fmt.table_header(view)
-    chosen = list(view.rows if rows is None else rows)
-    if not chosen:
-        return ""
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = []
-    for index, row in enumerate(chosen):
-        if view.rows_omitted and index == view.omitted_after:
-            body.append(f'<tr><td colspan="{len(header)}" style="text-align:center">… {view.rows_omitted} rows omitted …</td></tr>')
-        body.append("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in fmt.row_cells(view, row)) + "</tr>")
+def _table(view: View) -> dict[str, Any] | None:
+    if not view.rows:
+        return None
+    rows = [fmt.row_cells(view, row) for row in view.rows]
+    if view.rows_omitted:
+        rows.insert(view.omitted_after, [f"… {view.rows_omitted} rows omitted …"])
     caption = ""
-    if view.rows_total > len(chosen) + view.rows_omitted:
-        caption = f'<caption style="caption-side:bottom;opacity:.65;text-align:left">last {len(chosen)} of {view.rows_total} evaluations</caption>'
+    if view.rows_total > len(view.rows) + view.rows_omitted:
+        caption = f"last {len(view.rows)} of {view.rows_total} evaluations"
+    return {"header": fmt.table_header(view), "rows": rows, "caption": caption}
+
+
+def payload(view: View, parts: frozenset[str], *, hint: str = "", status: bool = True) -> dict[str, Any]:
+    """The front end's ``view`` dict (without series): ``status``, ``bars``, ``table``, ``hint``.
+
+    Args:
+        view: the run's state.
+        parts: what this callback shows (``progress``, ``table``, ``plot``, ``controls``).
+        hint: a short line on how to stop (shown once, small).
+        status: False leaves the status out (a plot beside a progress bar: one status line).
+    """
+    shown = parts & {"progress", "table"}
+    return {
+        "status": _status(view) if status else None,
+        "bars": _bars(view) if "progress" in shown else [],
+        "table": _table(view) if shown else None,
+        "hint": hint,
+    }
+
+
+def _bar_html(bar: dict[str, Any]) -> str:
+    color = _COLORS[bar["kind"]]
+    width = 100.0 * bar["value"] / bar["max"]
     return (
-        # The live HTML widget gets no table styles from the front end (its cells would touch),
-        # so it spaces the columns itself; a rendered output uses the front end's table style.
-        f'<table style="{_LIVE_TABLE if live else "border-collapse:collapse"};text-align:right;margin-top:4px;'
-        'font-variant-numeric:tabular-nums" '
-        f'cellpadding="2">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        f'<div><span style="display:inline-block;min-width:7.5em;color:{color}">{_esc(bar["label"])}</span>'
+        '<span style="display:inline-block;width:18em;height:.6em;vertical-align:middle;border-radius:3px;'
+        f'background:var(--jp-layout-color3,#ddd)"><span style="display:block;height:100%;width:{width:.1f}%;'
+        f'border-radius:3px;background:{color}"></span></span> {_esc(bar["text"])}</div>'
     )
 
 
-def live_html(view: View, parts: frozenset[str], hint: str = "") -> str:
-    """The HTML widget's value while the run is live (progress, status, last rows)."""
-    blocks = []
-    if "progress" in parts:
-        blocks.append(_progress_block(view))
-    blocks.append(_status_line(view, hint))
-    if "table" in parts:
-        blocks.append(_table(view, live=True))
-    return f'<div style="{_FONT}">{"".join(blocks)}</div>'
+def _table_html(table: dict[str, Any]) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in table["header"])
+    body = []
+    for cells in table["rows"]:
+        if len(cells) == 1:
+            body.append(f'<tr><td colspan="{len(table["header"])}" style="text-align:center">{_esc(cells[0])}</td></tr>')
+        else:
+            body.append("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
+    caption = ""
+    if table["caption"]:
+        caption = f'<caption style="caption-side:bottom;opacity:.7;text-align:left">{_esc(table["caption"])}</caption>'
+    return (
+        '<table style="border-collapse:collapse;text-align:right;margin-top:4px;font-variant-numeric:tabular-nums" '
+        f'cellpadding="3">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )
 
 
-def snapshot_html(view: View, parts: frozenset[str]) -> str:
-    """The final static HTML: bars, status and the whole (capped) table; the plot is :func:`plot_bundle`."""
-    blocks = []
-    if "progress" in parts or "table" in parts:
-        blocks.append(_progress_block(view))
-    blocks.append(_status_line(view))
-    if view.error:
-        blocks.append(f'<div style="color:{_STATUS_COLORS["error"]}">{_esc(view.error)}</div>')
-    if "table" in parts or "progress" in parts:
-        blocks.append(_table(view))
-    blocks.append(f'<div style="opacity:.6;font-size:11px">{_esc(fmt.run_summary(view))}</div>')
-    return f'<div style="{_FONT}">{"".join(blocks)}</div>'
+def snapshot_html(view: View, parts: frozenset[str], *, status: bool = True) -> str:
+    """The final static HTML: bars, status, error and the whole (capped) table, then a summary line."""
+    data = payload(view, parts | ({"table"} if "progress" in parts else set()), status=status)
+    blocks = [_bar_html(bar) for bar in data["bars"]]
+    if data["status"] is not None:
+        state = data["status"]
+        line = f'<span style="color:{_COLORS.get(state["state"], "inherit")};font-weight:600">{_esc(state["text"])}</span>'
+        if state["note"]:
+            line += f" · {_esc(state['note'])}"
+        blocks.append(f"<div>{line}</div>")
+        if view.error:
+            blocks.append(f'<div style="color:{_COLORS["error"]}">{_esc(view.error)}</div>')
+    if data["table"] is not None:
+        blocks.append(_table_html(data["table"]))
+    if data["status"] is not None:
+        blocks.append(f'<div style="opacity:.7;font-size:12px">{_esc(fmt.run_summary(view))}</div>')
+    return f'<div class="nbc-snapshot" style="{_FONT}">{"".join(blocks)}</div>'
 
 
 def snapshot_text(view: View, parts: frozenset[str], has_plot: bool = False, max_rows: int = 10) -> str:
@@ -173,24 +183,27 @@ def snapshot_text(view: View, parts: frozenset[str], has_plot: bool = False, max
     return "\n".join(lines)
 
 
-def snapshot_bundle(view: View, parts: frozenset[str], has_plot: bool = False) -> dict[str, str]:
+def snapshot_bundle(view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True) -> dict[str, str]:
     """The mime bundle that replaces the live view at the end of a run (the plot comes separately)."""
-    return {"text/html": snapshot_html(view, parts), "text/plain": snapshot_text(view, parts, has_plot)}
+    return {"text/html": snapshot_html(view, parts, status=status), "text/plain": snapshot_text(view, parts, has_plot)}
 
 
-#: The ``text/plain`` of the plot's output slot before the final frame exists (static display modes).
+#: The ``text/plain`` of the plot's output slot before the final plot exists (static display modes).
 PLOT_PENDING = "(loss plot: drawn here when the run ends)"
 
 
-def plot_bundle(view: View, png: bytes | None) -> dict[str, str]:
-    """The plot's own output at the end of a run: the final PNG, or a line saying why there is none."""
+def plot_bundle(view: View, png: bytes | None, css_width: int | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+    """The plot's own output at the end of a run, and its metadata (the PNG's CSS width: it has 2x pixels)."""
     if not png:
         if view.kind == "eval":
-            return {"text/plain": "(no loss plot: an evaluation run has no training curve)"}
-        if not view.steps_done and not view.rows:
-            return {"text/plain": "(no loss plot: no training step was recorded)"}
-        return {"text/plain": "(no loss plot: it could not be drawn, see the warning above)"}
+            text = "(no loss plot: an evaluation run has no training curve)"
+        elif not view.steps_done and not view.rows:
+            text = "(no loss plot: no training step was recorded)"
+        else:
+            text = "(no loss plot: it could not be drawn, see the warning above)"
+        return {"text/plain": text}, {}
+    metadata = {"image/png": {"width": css_width}} if css_width else {}
     return {
         "image/png": base64.b64encode(png).decode("ascii"),
         "text/plain": f"<loss plot, PNG: {fmt.run_summary(view)}>",
-    }
+    }, metadata

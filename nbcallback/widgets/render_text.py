@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from nbcallback.widgets import fmt
 from nbcallback.widgets.state import View
@@ -28,18 +28,17 @@ class NullRenderer:
     """Shows nothing (``display='off'`` and non-zero ranks)."""
 
     text_interval = 5.0
-    shows_plot = False
 
-    def open(self, view: View) -> None:
+    def open(self, view: View, state: Any = None, status: bool = True) -> None:
         """Nothing to open."""
 
-    def update(self, view: View, png: bytes | None) -> None:
+    def update(self, view: View, state: Any = None, status: bool = True) -> None:
         """Nothing to draw."""
 
     def event(self, kind: str, view: View) -> None:
         """Nothing to announce."""
 
-    def finish(self, view: View, png: bytes | None) -> None:
+    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         """Nothing to leave behind."""
 
     def abort(self) -> None:
@@ -136,7 +135,7 @@ class TTYRenderer(_TextBase):
         self._write("\r" + line + " " * pad + ("\n" if newline else ""))
         self._last_len = 0 if newline else len(line)
 
-    def update(self, view: View, png: bytes | None) -> None:
+    def update(self, view: View, state: Any = None, status: bool = True) -> None:
         """Rewrite the progress line."""
         if "progress" in self.parts:
             self._rewrite(self._progress_line(view, bar_width=20))
@@ -146,7 +145,7 @@ class TTYRenderer(_TextBase):
         if kind == "epoch_end" and "progress" in self.parts:
             self._rewrite(self._epoch_line(view), newline=True)
 
-    def finish(self, view: View, png: bytes | None) -> None:
+    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         """Replace the live line with the run summary (and the table)."""
         lines = self._final_lines(view, png)
         self._rewrite(lines[0], newline=True)
@@ -177,7 +176,7 @@ class LogRenderer(_TextBase):
         self._started = False
         self._last_line_at = 0.0
 
-    def update(self, view: View, png: bytes | None) -> None:
+    def update(self, view: View, state: Any = None, status: bool = True) -> None:
         """A progress line, at most every ``log_interval`` seconds of the run.
 
         Forced refreshes (epoch ends) are covered by the epoch line, and a line
@@ -208,6 +207,6 @@ class LogRenderer(_TextBase):
         elif kind == "epoch_end":
             self._write(self._epoch_line(view) + "\n")
 
-    def finish(self, view: View, png: bytes | None) -> None:
+    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         """The run summary, and the metrics table for progress/table callbacks."""
         self._write("\n".join(self._final_lines(view, png)) + "\n")

@@ -3,7 +3,7 @@
 One :class:`TrainingState` per run holds the counters, the clock marks, the
 smoothed rates and ETAs, the loss series and the table of evaluation results.
 The callbacks feed it at refresh ticks (never per step); renderers take an
-immutable :class:`View` (and :class:`PlotData` for the plot) under its lock, so
+immutable :class:`View` (and :class:`PlotData` for the panels) under its lock, so
 a renderer on another thread never sees a half-updated run.
 
 Every method takes the current time as an argument.  That keeps the model free
@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from nbcallback.widgets.series import Series
+from nbcallback.widgets.series import Buckets, Cursor, Points
 
 __all__ = ["EvalRow", "PlotData", "TrainingState", "View", "STATUSES"]
 
@@ -141,26 +141,24 @@ class View:
 
 @dataclass(frozen=True)
 class PlotData:
-    """Decimated series for one plot frame.
+    """What the panels draw, for the final PNG.
 
     Attributes:
         x_range: the planned x extent (global steps), preset so the plot does not jump.
         epoch_marks: x positions of the planned epoch boundaries.
-        raw: (xs, ys) of the raw training loss (min/max decimated).
-        smooth: (xs, ys) of the smoothed training loss (mean decimated).
-        evals: metric name -> (xs, ys), one point per evaluation.
-        version: increases whenever the plotted data changes, so an unchanged frame can be skipped.
-        expects_evals: the run validates (fit with a validation set), so metric
-            panels will come; the plot reserves one from the start.
+        series: data key -> columns: ``'loss'`` has ``x``, ``lo``, ``hi`` (the
+            raw per-step extremes of each bucket) and ``y`` (smoothed);
+            ``'eval:<metric>'`` and ``'lr'`` have ``x`` and ``y``.  None marks
+            a missing value.
+        metrics: the evaluated metric names, in the order first seen.
     """
 
     x_range: tuple[float, float]
     epoch_marks: tuple[float, ...]
-    raw: tuple[list[float], list[float]]
-    smooth: tuple[list[float], list[float]]
-    evals: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
-    version: int = 0
-    expects_evals: bool = False
+    series: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    metrics: tuple[str, ...] = ()
+    loss_positive: bool = True
+    lr_changed: bool = False
 
 
 def _finite(value: Any) -> float | None:
@@ -198,7 +196,7 @@ class TrainingState:
         smoothing: the EMA factor of the smoothed loss (fastai's 0.98, with
             bias correction so the first values are not pulled towards 0).
         rate_smoothing: weight of the newest measurement in the rate EMA (tqdm's 0.3).
-        max_points: the most points per line in :meth:`plot_data`.
+        max_points: the most points per line (buckets of the loss, evaluations, lr values).
         eval_cost_guess: before an evaluation has been timed, one evaluation step
             is assumed to cost this fraction of a training step (a forward pass is
             about a third of forward + backward + update).
@@ -211,7 +209,7 @@ class TrainingState:
         self,
         smoothing: float = 0.98,
         rate_smoothing: float = 0.3,
-        max_points: int = 2000,
+        max_points: int = 1000,
         eval_cost_guess: float = 0.35,
     ) -> None:
         if not 0 <= smoothing < 1:
@@ -261,9 +259,10 @@ class TrainingState:
             self._avg_count = 0
             self._loss: float | None = None
             self._last_loss: float | None = None
-            self._raw = Series()
-            self._smooth = Series()
-            self._evals: dict[str, Series] = {}
+            self._loss_series = Buckets(self.max_points)
+            self._loss_positive = True
+            self._evals: dict[str, Points] = {}
+            self._lr_series = Points(self.max_points)
             self._rows: list[EvalRow] = []
             self._columns: list[str] = []
             self._validated: dict[int, bool] = {}
@@ -313,7 +312,10 @@ class TrainingState:
             self._global = int(first_global_step)
             self._has_validation = bool(has_validation)
             self._eval_steps = int(eval_steps) if eval_steps else None
+            self._loss_series = Buckets(self.max_points, planned=self._epochs * self._spe)
             self._lr = _finite(lr)
+            if self._lr is not None and kind == "train":
+                self._lr_series.add(self._first_global, self._lr)
             if kind == "eval":
                 self._t_eval_start = now
             self._version += 1
@@ -352,22 +354,17 @@ class TrainingState:
 
     def _add_losses(self, first_x: int, losses: Sequence[float]) -> None:
         beta = self.smoothing
-        xs = range(first_x, first_x + len(losses))
-        self._raw.extend(xs, losses)
-        smooth_x: list[float] = []
-        smooth_y: list[float] = []
         avg, count = self._avg, self._avg_count
-        for x, value in zip(xs, losses):
-            if not math.isfinite(value):
-                continue  # a NaN step shows in the raw line; it must not poison the average
-            count += 1
-            avg = beta * avg + (1 - beta) * value
-            smooth_x.append(x)
-            smooth_y.append(avg / (1 - beta**count))
+        level = self._loss
+        for x, value in enumerate(losses, start=first_x):
+            if math.isfinite(value):  # a NaN step shows as a gap; it must not poison the average
+                self._loss_positive = self._loss_positive and value > 0
+                count += 1
+                avg = beta * avg + (1 - beta) * value
+                level = avg / (1 - beta**count)
+            self._loss_series.add(x, value, level)
         self._avg, self._avg_count = avg, count
-        if smooth_y:
-            self._smooth.extend(smooth_x, smooth_y)
-            self._loss = smooth_y[-1]
+        self._loss = level
         self._last_loss = float(losses[-1])
         self._plot_version += 1
 
@@ -427,9 +424,17 @@ class TrainingState:
         seconds: float | None = None,
         partial: bool = False,
     ) -> EvalRow:
-        """Record one evaluation's results (a table row and plot points)."""
+        """Record one evaluation's results (a table row and plot points).
+
+        fit's ``eval_results`` hold ``eval_loss`` next to the metrics; when a
+        ``'loss'`` metric is there too, both are the mean validation loss, so
+        ``eval_loss`` is left out (one column, one line).
+        """
         with self._lock:
             clean: dict[str, Any] = {}
+            loss, eval_loss = _finite(values.get("loss")), _finite(values.get("eval_loss"))
+            if loss is not None and eval_loss is not None and math.isclose(loss, eval_loss, rel_tol=1e-5):
+                values = {name: value for name, value in values.items() if name != "eval_loss"}
             for name, value in values.items():
                 clean[str(name)] = value
                 if str(name) not in self._columns:
@@ -447,7 +452,7 @@ class TrainingState:
             for name, value in clean.items():
                 number = _finite(value)
                 if number is not None:
-                    self._evals.setdefault(name, Series()).append(x, number)
+                    self._evals.setdefault(name, Points(self.max_points)).add(x, number)
                     self._plot_version += 1
             self._version += 1
             return row
@@ -464,11 +469,22 @@ class TrainingState:
             self._version += 1
 
     def set_lr(self, lr: float | None, *, changed_at: int | None = None) -> None:
-        """The current learning rate; ``changed_at`` (a global step) records a control change."""
+        """The current learning rate; ``changed_at`` (a global step) records a control change.
+
+        The lr panel gets a point whenever the value differs from the last one;
+        it is read at refresh ticks, so a scheduler's change shows at the first
+        tick after it (within a quarter of a second of steps).
+        """
         with self._lock:
-            self._lr = _finite(lr)
-            if changed_at is not None and self._lr is not None:
-                self._lr_changes.append((int(changed_at), self._lr))
+            value = _finite(lr)
+            self._lr = value
+            if value is None:
+                return
+            if changed_at is not None:
+                self._lr_changes.append((int(changed_at), value))
+            if self._lr_series.last() != value:
+                self._lr_series.add(changed_at if changed_at is not None else self._global, value)
+                self._plot_version += 1
 
     def note_display_cost(self, seconds: float) -> None:
         """Add time the display took on the training thread (its overhead)."""
@@ -684,24 +700,54 @@ class TrainingState:
                 validates=self._has_validation,
             )
 
-    def plot_data(self, max_points: int | None = None) -> PlotData:
-        """Decimated series for a plot frame (at most ``max_points`` per line)."""
-        limit = int(max_points or self.max_points)
+    def _plan(self) -> tuple[tuple[float, float], tuple[float, ...]]:
+        spe, epochs, first = self._spe, self._epochs, self._first_global
+        end = first + epochs * spe
+        if end <= first:
+            end = max(self._global, first + 1)
+        marks = tuple(float(first + k * spe) for k in range(1, epochs)) if spe else ()
+        return (float(first), float(max(end, self._global))), marks
+
+    def _all_series(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        if len(self._loss_series):
+            found["loss"] = self._loss_series
+        for name, points in self._evals.items():
+            found["eval:" + name] = points
+        if len(self._lr_series):
+            found["lr"] = self._lr_series
+        return found
+
+    def plot_data(self) -> PlotData:
+        """Every point of every series (at most ``max_points`` each), for the final PNG."""
         with self._lock:
-            spe, epochs, first = self._spe, self._epochs, self._first_global
-            end = first + epochs * spe
-            if end <= first:
-                end = max(self._global, first + 1)
-            marks = tuple(float(first + k * spe) for k in range(1, epochs)) if spe else ()
+            x_range, marks = self._plan()
             return PlotData(
-                x_range=(float(first), float(max(end, self._global))),
+                x_range=x_range,
                 epoch_marks=marks,
-                raw=self._raw.decimated(limit, "minmax"),
-                smooth=self._smooth.decimated(limit, "mean"),
-                evals={name: series.decimated(limit, "minmax") for name, series in self._evals.items()},
-                version=self._plot_version,
-                expects_evals=self._has_validation,
+                series={key: series.points() for key, series in self._all_series().items()},
+                metrics=tuple(self._evals),
+                loss_positive=self._loss_positive,
+                lr_changed=len(self._lr_series) > 1,
             )
+
+    def plot_delta(self, cursors: dict[str, Cursor] | None) -> tuple[dict[str, Any], dict[str, Cursor]]:
+        """What a reader holding ``cursors`` lacks: ``{"x_range", "epoch_marks", "metrics",
+        "series": {key: delta}}`` (only changed series), and the reader's new cursors.
+
+        ``cursors`` None: everything (a new view).
+        """
+        with self._lock:
+            x_range, marks = self._plan()
+            held = dict(cursors or {})
+            deltas: dict[str, Any] = {}
+            for key, series in self._all_series().items():
+                delta, held[key] = series.delta(held.get(key) if cursors is not None else None)
+                if delta is not None:
+                    deltas[key] = delta
+            return {"x_range": list(x_range), "epoch_marks": list(marks), "metrics": list(self._evals),
+                    "loss_positive": self._loss_positive, "lr_changed": len(self._lr_series) > 1,
+                    "series": deltas}, held
 
     def is_last_epoch(self, epoch: int) -> bool:
         """Whether ``epoch`` (as ``cb_params.cur_epoch_num``) is the run's last one.
@@ -718,9 +764,9 @@ class TrainingState:
     def has_plot_points(self) -> bool:
         """Whether a plot of the run would show anything (a loss or an evaluation point)."""
         with self._lock:
-            return len(self._raw) > 0 or any(len(series) for series in self._evals.values())
+            return len(self._loss_series) > 0 or any(len(series) for series in self._evals.values())
 
     def loss_points(self) -> int:
         """How many raw loss values were recorded."""
         with self._lock:
-            return len(self._raw)
+            return self._loss_series.count

@@ -1,0 +1,118 @@
+"""What the plot panels show: one spec, read by the live front end and by the final PNG.
+
+A :class:`Panel` is a title, a y scale and its :class:`Line` s; a line names
+the data it draws (``'loss'``, ``'eval:<metric>'``, ``'lr'``), its label, a
+colour slot and a style.  The browser module (``static/dashboard.js``) draws
+the spec as SVG while the run trains; :mod:`nbcallback.widgets.plot` draws the
+same spec with matplotlib for the saved notebook.  Adding a panel means adding
+one entry, e.g.::
+
+    from nbcallback.widgets import Dashboard, Line, Panel
+
+    Dashboard(panels=[Panel("accuracy vs. loss", [Line("eval:accuracy", "accuracy", "m1", "points")])])
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = ["COLORS", "STYLES", "Line", "Panel", "default_panels"]
+
+#: Colour slots: a JupyterLab CSS variable (so the live view follows the theme)
+#: and the colour used where there is none (VS Code, marimo, the final PNG).
+COLORS: dict[str, tuple[str, str]] = {
+    "train": ("--jp-brand-color1", "#1976d2"),
+    "eval": ("--jp-warn-color1", "#e65100"),
+    "lr": ("--jp-success-color1", "#2e7d32"),
+    "m1": ("--jp-warn-color1", "#e65100"),
+    "m2": ("--jp-success-color1", "#2e7d32"),
+    "m3": ("--jp-error-color1", "#c62828"),
+    "m4": ("--jp-info-color1", "#00838f"),
+}
+#: ``band``: per-step min/max as a faint area under the smoothed line (the training loss);
+#: ``line``; ``points``: markers joined by a thin line (one per evaluation);
+#: ``step``: a step function with a mark where the value changes (the learning rate).
+STYLES = ("band", "line", "points", "step")
+_SCALES = ("linear", "log")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One series in a panel.
+
+    Args:
+        key: the data: ``'loss'`` (training loss per step), ``'eval:<metric>'``
+            (one point per evaluation), ``'lr'`` (the learning rate).
+        label: the legend text.
+        color: a slot of :data:`COLORS`.
+        style: one of :data:`STYLES`.
+    """
+
+    key: str
+    label: str
+    color: str = "train"
+    style: str = "line"
+
+    def __post_init__(self) -> None:
+        if self.color not in COLORS:
+            raise ValueError(f"Line {self.key!r}: color must be one of {sorted(COLORS)}, got {self.color!r}")
+        if self.style not in STYLES:
+            raise ValueError(f"Line {self.key!r}: style must be one of {STYLES}, got {self.style!r}")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One plot panel: a title, a y scale (``'linear'`` or ``'log'``) and its lines."""
+
+    title: str
+    lines: tuple[Line, ...]
+    scale: str = "linear"
+
+    def __init__(self, title: str, lines: Iterable[Line], scale: str = "linear") -> None:
+        object.__setattr__(self, "title", str(title))
+        object.__setattr__(self, "lines", tuple(lines))
+        object.__setattr__(self, "scale", scale)
+        if scale not in _SCALES:
+            raise ValueError(f"Panel {title!r}: scale must be 'linear' or 'log', got {scale!r}")
+        if not all(isinstance(line, Line) for line in self.lines):
+            raise TypeError(f"Panel {title!r}: lines must be Line objects")
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as the front end reads it."""
+        return {"title": self.title, "scale": self.scale, "lines": [asdict(line) for line in self.lines]}
+
+
+def default_panels(
+    metrics: Sequence[str],
+    *,
+    groups: Mapping[str, Sequence[str]] | None = None,
+    lr: bool = False,
+    loss_positive: bool = True,
+    extra: Sequence[Panel] = (),
+) -> list[Panel]:
+    """The panels of a run that evaluated ``metrics`` (names, in order seen).
+
+    * **loss**: the training loss per step (a min/max band and the smoothed
+      line) and the evaluation's ``loss`` metric, if any, on a log scale while
+      every loss is positive (an MNIST loss falls from 2.3 to 0.05: on a linear
+      scale the second half of the run is a flat line).
+    * one panel per ``groups`` entry, else one per other metric (at most three;
+      the table shows them all);
+    * **learning rate** (``lr``: when it changed during the run), as steps;
+    * then ``extra``.
+    """
+    loss_lines = [Line("loss", "train", "train", "band")]
+    eval_loss = next((name for name in ("loss", "eval_loss") if name in metrics), None)
+    if eval_loss is not None:
+        loss_lines.append(Line("eval:" + eval_loss, "eval", "eval", "points"))
+    panels = [Panel("loss", loss_lines, "log" if loss_positive else "linear")]
+    if groups:
+        for title, names in groups.items():
+            lines = [Line("eval:" + name, name, f"m{i % 4 + 1}", "points") for i, name in enumerate(names)]
+            panels.append(Panel(title, lines))
+    else:
+        others = [name for name in metrics if name != eval_loss][:3]
+        panels += [Panel(name, [Line("eval:" + name, "eval", "eval", "points")]) for name in others]
+    if lr:
+        panels.append(Panel("learning rate", [Line("lr", "lr", "lr", "step")], "log"))
+    return panels + list(extra)
