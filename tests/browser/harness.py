@@ -1,6 +1,6 @@
 """JupyterLab in headless Chromium, for the browser tests and the README screenshots.
 
-Three pieces, used by ``conftest.py`` and by ``update_readme_screenshots.py``:
+Four pieces, used by ``conftest.py``, the tests and ``update_readme_screenshots.py``:
 
 * :class:`LabServer` starts JupyterLab on 127.0.0.1 with a temporary config,
   token, settings, workspace and runtime folders (nothing of the user's
@@ -12,10 +12,17 @@ Three pieces, used by ``conftest.py`` and by ``update_readme_screenshots.py``:
   PID at the end) and a page with a route guard: every request
   whose URL is not on the lab's origin is aborted and recorded, and every
   websocket URL is recorded, so a test can assert that nothing left 127.0.0.1.
-* :class:`NotebookDriver` drives one notebook through ``window.jupyterapp``
-  (the server runs with ``expose_app_in_browser``): it finds cells by a piece
-  of their source, runs one cell without waiting, waits for it, and reads what
-  the page shows (progress bars, status lines, images).
+* :func:`write_notebook` writes the tests' own small notebook (:data:`CELLS`,
+  made with nbformat): MNIST from the loopback mirror, a tiny MLP, result
+  files the cells write (kernel-side facts are read from those, never from the
+  page), and a :data:`Gate` callback that pauses a run at a chosen step until
+  the test releases it, so a live view can be inspected at leisure.
+* :class:`NotebookDriver` drives that notebook through ``window.jupyterapp``
+  (the server runs with ``expose_app_in_browser``): it runs one cell without
+  waiting, waits for it, reads what the dashboard's DOM shows (the class names
+  of ``nbcallback/widgets/static/dashboard.js``: ``.nbc-dash``, ``.nbc-bar``,
+  ``.nbc-status``, ``.nbc-panel`` ...), probes text changes with the page's
+  clock, switches themes, hovers, interrupts.
 
 Nothing here asserts; the tests do.
 """
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import re
 import secrets
@@ -38,7 +46,6 @@ from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("NBCALLBACK_CHROMIUM", "/usr/bin/chromium"))
-NOTEBOOK = REPO / "notebooks" / "4_widgets.ipynb"
 
 #: Chromium flags: no sandbox (CI runs as root), no GPU, and no traffic of its own
 #: (updates, sync, safe browsing, DNS for any host but the loopback address).
@@ -60,18 +67,8 @@ CHROMIUM_ARGS = [
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
 
-#: The notebook's name in the server's root (a copy of :data:`NOTEBOOK`).
-NOTEBOOK_NAME = "4_widgets.ipynb"
-#: The cells the tests drive, found by a piece of their source.
-CELLS = {
-    "setup": "download_mnist(",
-    "progress": "callbacks=[ProgressBar()]",
-    "plot": "callbacks=[LiveLossPlot()]",
-    "dashboard": "dashboard = Dashboard()",
-    "lr_print": "optimizer lr after the run",
-    "interrupt": "progress = ProgressBar()",
-    "usable": "the kernel is still usable",
-}
+#: The tests' notebook, written into the server's temporary root by :func:`write_notebook`.
+NOTEBOOK_NAME = "widgets_browser.ipynb"
 #: Lines for the test run's terminal summary (artifact folder, measurements).
 SUMMARY: list[str] = []
 #: Measurements of the test run, written to ``timings.json`` in the artifact folder.
@@ -79,6 +76,10 @@ TIMINGS: dict[str, Any] = {}
 
 #: Text the widget manager shows when a view cannot be rendered.
 WIDGET_ERRORS = ("Error displaying widget", "model not found")
+#: The mime type of a live widget output.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: JupyterLab's theme names.
+LIGHT, DARK = "JupyterLab Light", "JupyterLab Dark"
 
 
 def missing_requirements() -> str | None:
@@ -87,11 +88,11 @@ def missing_requirements() -> str | None:
     if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
         reasons.append(f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
     for module, package in (("playwright", "playwright"), ("jupyterlab", "jupyterlab"), ("ipykernel", "ipykernel"),
-                            ("ipywidgets", "ipywidgets")):
+                            ("ipywidgets", "ipywidgets"), ("anywidget", "anywidget"), ("nbformat", "nbformat"),
+                            ("tqdm", "tqdm")):
         if importlib.util.find_spec(module) is None:
             reasons.append(f"the Python package {package} is not installed (pip install -e '.[test,browser]')")
     return "; ".join(reasons) or None
-
 
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -404,25 +405,224 @@ def new_page(browser: Any, lab: LabServer, viewport: tuple[int, int] = (1280, 14
     return context, page, guard
 
 
-# ---------------------------------------------------------------------- the notebook
+# ---------------------------------------------------------------------- the tests' notebook
+
+#: The cells of the tests' notebook, ``{name: source}``; each source starts with ``# nbtest: <name>``,
+#: which is how :class:`NotebookDriver` finds it.  Kernel-side facts go to ``result-<name>.json``.
+CELLS: dict[str, str] = {
+    "setup": '''\
+import json
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+from tqdm.notebook import tqdm
+
+from nbcallback.dataset import MnistDataset, download_mnist, transforms, vision
+from nbcallback.train import Callback, LearningRateScheduler, Model
+from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar
+
+torch.set_num_threads(1)
+path = download_mnist(progress=False)  # from the loopback mirror ($NBCALLBACK_MNIST_URL) into $NBCALLBACK_DATA
 
 
-def copy_notebook(source: Path, target: Path) -> None:
-    """Copy a notebook without its outputs, so every output on the page comes from this session."""
-    for attempt in range(20):  # another process may be rewriting the notebook right now
+def datapipe(path, batch_size, num_samples=None, shuffle=None):
+    image_transforms = [vision.Rescale(1.0 / 255.0, 0), vision.Normalize(mean=(0.1307,), std=(0.3081,)), vision.HWC2CHW()]
+    dataset = MnistDataset(path, num_samples=num_samples, shuffle=shuffle)
+    dataset = dataset.map(image_transforms, "image")
+    dataset = dataset.map(transforms.TypeCast(torch.int64), "label")
+    return dataset.batch(batch_size)
+
+
+class Network(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.layers = nn.Sequential(nn.Linear(28 * 28, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+    def forward(self, x):
+        return self.layers(self.flatten(x))
+
+
+def new_trainer(lr=1e-2, seed=0):
+    global optimizer
+    torch.manual_seed(seed)
+    network = Network()
+    optimizer = torch.optim.SGD(network.parameters(), lr)
+    return Model(network, nn.CrossEntropyLoss(), optimizer, metrics={"accuracy", "loss"})
+
+
+def report(name, callback=None, **facts):
+    """What the kernel knows about the run, for the test (the page may still show older outputs)."""
+    if callback is not None:
+        view = callback.view()
+        facts.update(status=view.status, status_text=view.status_text, steps_done=view.steps_done,
+                     total_steps=view.total_steps, epochs_done=view.epochs_done,
+                     lr_changes=[list(change) for change in view.lr_changes])
+    if "optimizer" in globals():
+        facts["lr"] = optimizer.param_groups[0]["lr"]
+    Path(f"result-{name}.json").write_text(json.dumps(facts))
+
+
+class Gate(Callback):
+    """Pause training after global step ``at`` until the file ``release-<name>`` exists."""
+
+    def __init__(self, name, at):
+        super().__init__()
+        self.at, self.release, self.paused = at, Path(f"release-{name}"), Path(f"paused-{name}")
+
+    def on_train_begin(self, run_context):
+        self.release.unlink(missing_ok=True)
+        self.paused.unlink(missing_ok=True)
+
+    def on_train_step_end(self, run_context):
+        if run_context.original_args().cur_step_num == self.at:
+            self.paused.write_text(str(time.time()))
+            while not self.release.exists():
+                time.sleep(0.05)
+
+
+class TqdmBar(Callback):
+    """tqdm.notebook's bar over the same training (the cadence comparison)."""
+
+    def on_train_epoch_begin(self, run_context):
+        self.bar = tqdm(total=run_context.original_args().batch_num, desc="train")
+
+    def on_train_step_end(self, run_context):
+        self.bar.update(1)
+
+    def on_train_epoch_end(self, run_context):
+        self.bar.close()
+
+
+full_train = datapipe(path / "train", 64)  # 938 steps: the cadence runs
+train_slice = datapipe(path / "train", 64, num_samples=12000)  # 188 steps per epoch
+test_slice = datapipe(path / "test", 64, num_samples=2000, shuffle=False)
+report("setup", steps=full_train.get_dataset_size(), slice_steps=train_slice.get_dataset_size())
+print("steps per epoch:", full_train.get_dataset_size(), "| slice:", train_slice.get_dataset_size())
+''',
+    "cadence_nbc": '''\
+trainer = new_trainer()
+bar = ProgressBar()
+started = time.perf_counter()
+trainer.fit(1, full_train, callbacks=[bar])
+report("cadence_nbc", bar, seconds=time.perf_counter() - started)
+''',
+    "cadence_tqdm": '''\
+trainer = new_trainer()
+started = time.perf_counter()
+trainer.fit(1, full_train, callbacks=[TqdmBar()])
+report("cadence_tqdm", seconds=time.perf_counter() - started)
+''',
+    "stop_lr": '''\
+dashboard = Dashboard()
+trainer = new_trainer()
+try:
+    trainer.fit(20, train_slice, test_slice, callbacks=[dashboard])
+finally:
+    report("stop_lr", dashboard)
+''',
+    "interrupt": '''\
+progress = ProgressBar()
+trainer = new_trainer()
+try:
+    trainer.fit(20, train_slice, test_slice, callbacks=[progress])
+finally:
+    report("interrupt", progress)
+''',
+    "usable": '''\
+accuracy = trainer.eval(test_slice)["accuracy"]
+report("usable", accuracy=accuracy)
+print("the kernel is still usable; accuracy of the model as it is now:", accuracy)
+''',
+    "gated_dashboard": '''\
+dashboard = Dashboard()
+trainer = new_trainer()
+halve = LearningRateScheduler(lambda lr, step: lr * 0.5 if step % 100 == 0 else lr)
+try:
+    trainer.fit(3, train_slice, test_slice, callbacks=[dashboard, halve, Gate("gated_dashboard", at=300)])
+finally:
+    report("gated_dashboard", dashboard)
+''',
+    "gated_combined": '''\
+progress, plot = ProgressBar(), LiveLossPlot()
+trainer = new_trainer()
+try:
+    trainer.fit(2, train_slice, test_slice, callbacks=[progress, plot, Gate("gated_combined", at=250)])
+finally:
+    report("gated_combined", progress)
+''',
+    "readme_progress": '''\
+trainer = new_trainer()
+trainer.fit(3, train_slice, test_slice, callbacks=[ProgressBar()])
+''',
+    "readme_dashboard": '''\
+dashboard = Dashboard()
+trainer = new_trainer()
+decay = LearningRateScheduler(lambda lr, step: lr * 0.5 if step % 188 == 0 else lr)
+try:
+    trainer.fit(6, train_slice, test_slice, callbacks=[dashboard, decay, Gate("readme_dashboard", at=600)])
+finally:
+    report("readme_dashboard", dashboard)
+''',
+}
+
+
+def write_notebook(target: Path, names: list[str] | None = None) -> Path:
+    """Write the tests' notebook (``names``: the cells to include, in :data:`CELLS` order; all by default)."""
+    import nbformat
+
+    chosen = [name for name in CELLS if names is None or name in names]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Written by `tests/browser/harness.py` for the browser tests.")]
+    nb.cells += [nbformat.v4.new_code_cell(f"# nbtest: {name}\n{CELLS[name]}") for name in chosen]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.validate(nb)
+    target.write_text(nbformat.writes(nb))
+    return target
+
+
+class CpuHog:
+    """A busy Python loop in its own process, pinned to the last CPU (the "other core"); killed by its PID.
+
+    ``with CpuHog() as hog:`` ... ``hog.busy_share()``: the CPU time it got per second of wall time.
+    """
+
+    CODE = ("import os\n"
+            "cpus = sorted(os.sched_getaffinity(0))\n"
+            "os.sched_setaffinity(0, {cpus[-1]}) if len(cpus) > 1 else None\n"
+            "while True:\n    pass\n")
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+        self.cpu_seconds = 0.0
+        self.wall_seconds = 0.0
+
+    def _cpu(self) -> float:
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[-1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+    def __enter__(self) -> "CpuHog":
+        self.proc = subprocess.Popen([sys.executable, "-c", self.CODE], stdin=subprocess.DEVNULL)
+        self.started = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is None:
+            return
         try:
-            nb = json.loads(source.read_text())
-            break
-        except json.JSONDecodeError:
-            if attempt == 19:
-                raise
-            time.sleep(0.5)
-    for cell in nb.get("cells", []):
-        if cell.get("cell_type") == "code":
-            cell["outputs"] = []
-            cell["execution_count"] = None
-    nb.get("metadata", {}).pop("widgets", None)
-    target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            self.cpu_seconds = self._cpu()
+        except (OSError, IndexError, ValueError):
+            pass
+        self.wall_seconds = time.monotonic() - self.started
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def busy_share(self) -> float:
+        return self.cpu_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
 
 _JS_HELPERS = r"""
@@ -432,31 +632,98 @@ _JS_HELPERS = r"""
   nbt.panel = () => window.jupyterapp.shell.currentWidget;
   nbt.cell = (i) => nbt.panel().content.widgets[i];
   nbt.outputNode = (i) => nbt.cell(i).node.querySelector('.jp-Cell-outputArea') || nbt.cell(i).node;
-  // What one output area shows: bars, status line, images, live or static.
+  const txt = (el) => el ? el.textContent.replace(/\s+/g, ' ').trim() : null;
+  nbt.visible = (el) => {
+    if (!el || !el.getClientRects().length) return false;
+    const cs = getComputedStyle(el);
+    return cs.visibility !== 'hidden' && cs.display !== 'none' && parseFloat(cs.opacity || '1') > 0;
+  };
+  // What one output area shows: the live dashboard(s) (.nbc-dash) or the static snapshot (.nbc-snapshot).
   nbt.read = (i, name) => {
     const node = nbt.outputNode(i);
-    const bars = [...node.querySelectorAll('progress')].map(p => {
-      const row = p.parentElement;
-      const label = row && row.firstElementChild ? row.firstElementChild.textContent.trim() : '';
-      return {label, value: p.value, max: p.max, text: row ? row.textContent.replace(/\s+/g, ' ').trim() : ''};
+    const bars = [...node.querySelectorAll('.nbc-bar')].map(b => {
+      const fill = b.querySelector('.nbc-bar-fill');
+      return {kind: b.dataset.kind, label: txt(b.querySelector('.nbc-bar-label')),
+              text: txt(b.querySelector('.nbc-bar-text')), width: fill ? parseFloat(fill.style.width) : null};
     });
-    const imgs = [...node.querySelectorAll('img')].map(img => ({
-      src: img.getAttribute('src') || '', width: img.naturalWidth, height: img.naturalHeight,
-      widget: !!img.closest('.jupyter-widgets'), cls: img.className}));
-    const spans = [...node.querySelectorAll('span')].filter(s => /^[✔■✖]|^running|^starting|^evaluating/.test(s.textContent.trim()));
-    const status = spans.length ? spans[0] : null;
+    const kernel = nbt.panel().sessionContext.session && nbt.panel().sessionContext.session.kernel;
     return {
-      live: !!node.querySelector('.jupyter-widgets:not(.jp-OutputArea-output)') || !!node.querySelector('.widget-html, .widget-image'),
-      bars, imgs,
-      status: status ? status.textContent.trim() : null,
-      statusLine: status && status.parentElement ? status.parentElement.textContent.replace(/\s+/g, ' ').trim() : null,
-      statusColor: status ? getComputedStyle(status).color : null,
+      live: node.querySelectorAll('.nbc-dash').length,
+      bars,
+      statuses: [...node.querySelectorAll('.nbc-status')].map(s => ({state: s.dataset.state || null, text: txt(s)})),
+      notes: [...node.querySelectorAll('.nbc-note')].map(txt),
+      panels: [...node.querySelectorAll('.nbc-panel')].map(p => p.dataset.title),
+      controls: !!node.querySelector('.nbc-controls'),
+      tips: [...node.querySelectorAll('.nbc-tip')].filter(nbt.visible).map(txt),
+      snapshots: [...node.querySelectorAll('.nbc-snapshot')].map(txt),
+      imgs: [...node.querySelectorAll('img')].map(img => ({
+        src: (img.getAttribute('src') || '').slice(0, 40), width: img.naturalWidth, height: img.naturalHeight,
+        live: !!img.closest('.nbc-dash')})),
       text: node.innerText,
       t: performance.now(),
       done: name && nbt.runs[name] ? nbt.runs[name].done : null,
+      kernel: kernel ? kernel.status : null,
     };
   };
-  // The colour a CSS colour expression has on this page (for "the finished style").
+  // Log (page clock) every change of the text of the last element matching `selector` in an output
+  // area (null: the whole area), and when `endSelector` first appears after that (the final snapshot).
+  nbt.probe = (name, i, selector, endSelector) => {
+    const node = nbt.outputNode(i);
+    const entries = nbt.log[name] = [];
+    let last = null, ended = false;
+    const check = () => {
+      const found = selector ? node.querySelectorAll(selector) : [node];
+      const text = found.length ? txt(found[found.length - 1]) : null;
+      const t = performance.now();
+      if (text !== null && text !== last) { last = text; entries.push({t, text}); }
+      if (!ended && entries.length && endSelector && node.querySelector(endSelector)) {
+        ended = true; entries.push({t, text: null, end: true});
+      }
+    };
+    check();
+    const obs = new MutationObserver(check);
+    obs.observe(node, {subtree: true, childList: true, characterData: true, attributes: true});
+    nbt.marks[name + ':observer'] = obs;
+    return true;
+  };
+  nbt.unprobe = (name) => { const o = nbt.marks[name + ':observer']; if (o) o.disconnect(); return true; };
+  // Colours: WCAG contrast of an SVG text's computed fill over what lies under it.
+  const parse = (c) => {
+    const m = /rgba?\(([^)]+)\)/.exec(c || '');
+    if (!m) return null;
+    const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  };
+  const over = (top, bottom) => [0, 1, 2].map(k => top[k] * top[3] + bottom[k] * (1 - top[3])).concat([1]);
+  nbt.backgroundOf = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+    }
+    let bg = [255, 255, 255, 1];
+    for (const c of layers.reverse()) bg = over(c, bg);
+    return bg;
+  };
+  const lum = (c) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+  };
+  nbt.contrast = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+  nbt.svgText = (i, title) => {
+    const panel = nbt.outputNode(i).querySelector(`.nbc-panel[data-title="${title}"]`);
+    if (!panel) return null;
+    const bg = nbt.backgroundOf(panel);
+    return [...panel.querySelectorAll('svg text')].filter(t => t.textContent.trim()).map(t => {
+      const cs = getComputedStyle(t);
+      const c = parse(cs.fill) || parse(cs.color) || [0, 0, 0, 1];
+      c[3] *= parseFloat(cs.fillOpacity || '1') * parseFloat(cs.opacity || '1');
+      const seen = over(c, bg);
+      return {text: t.textContent.trim().slice(0, 40), fill: cs.fill, seen: seen.slice(0, 3).map(Math.round),
+              background: bg.slice(0, 3).map(Math.round), size: parseFloat(cs.fontSize), ratio: nbt.contrast(seen, bg)};
+    });
+  };
+  // The colour a CSS colour expression has on this page.
   nbt.color = (expr) => {
     const probe = document.createElement('span');
     probe.style.color = expr;
@@ -465,27 +732,7 @@ _JS_HELPERS = r"""
     probe.remove();
     return c;
   };
-  nbt.sha = async (src) => {
-    const r = await fetch(src);
-    const d = await crypto.subtle.digest('SHA-256', await r.arrayBuffer());
-    return [...new Uint8Array(d)].map(b => b.toString(16).padStart(2, '0')).join('');
-  };
-  // Watch an output area: every change is logged with the page's clock.
-  nbt.watch = (i, name) => {
-    const node = nbt.outputNode(i);
-    const entries = nbt.log[name] = [];
-    const record = () => {
-      const text = node.innerText.slice(0, 2000);
-      if (!entries.length || entries[entries.length - 1].text !== text) entries.push({t: performance.now(), text});
-    };
-    record();
-    const obs = new MutationObserver(record);
-    obs.observe(node, {subtree: true, childList: true, characterData: true, attributes: true});
-    nbt.marks[name + ':observer'] = obs;
-    return true;
-  };
-  nbt.unwatch = (name) => { const o = nbt.marks[name + ':observer']; if (o) o.disconnect(); return true; };
-  // Widget errors in what the kernel produced (outputs), not in the markdown that talks about them.
+  // Widget errors in what the kernel produced (outputs).
   nbt.errors = () => {
     const found = [];
     for (const area of document.querySelectorAll('.jp-OutputArea')) {
@@ -508,22 +755,20 @@ class NotebookDriver:
         page: a Playwright page on the lab.
         lab: the server.
         name: the notebook's path under the server's root.
-        cells: ``{name: a piece of the cell's source}`` for the cells the caller drives.
+        cells: the names of the cells the caller drives (each source starts with ``# nbtest: <name>``).
         guard: the page's route guard (kept for the caller's checks).
     """
 
-    def __init__(self, page: Any, lab: LabServer, name: str, cells: dict[str, str],
+    def __init__(self, page: Any, lab: LabServer, name: str, cells: list[str] | None = None,
                  guard: RouteGuard | None = None) -> None:
         self.page = page
         self.guard = guard
         self.lab = lab
         self.name = name
-        self.markers = dict(cells)
+        self.cell_names = list(cells if cells is not None else CELLS)
         self.index: dict[str, int] = {}
         #: Cells whose run finished without an error, in this kernel.
         self.ran: set[str] = set()
-        #: Training steps per epoch, as the setup cell printed them.
-        self.steps_per_epoch = 0
         self.console: list[str] = []
         self.page_errors: list[str] = []
         page.on("console", lambda msg: self.console.append(f"{msg.type}: {msg.text}"))
@@ -553,25 +798,27 @@ class NotebookDriver:
         )
         page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.info; }")
         page.evaluate(_JS_HELPERS)
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # the notebook gets the page's width
         self._locate_cells()
         self.ran = set()  # a (re)opened page may have a new kernel
 
     def _locate_cells(self) -> None:
         found = self.page.evaluate(
-            """(markers) => {
+            """(names) => {
                 const out = {};
                 const cells = window.jupyterapp.shell.currentWidget.content.widgets;
-                for (const [name, marker] of Object.entries(markers)) {
-                    const i = cells.findIndex(c => c.model.type === 'code' && c.model.sharedModel.getSource().includes(marker));
+                for (const name of names) {
+                    const i = cells.findIndex(c => c.model.type === 'code'
+                        && c.model.sharedModel.getSource().split('\\n')[0].trim() === '# nbtest: ' + name);
                     if (i >= 0) { out[name] = i; cells[i].node.setAttribute('data-nbtest', name); }
                 }
                 return out;
             }""",
-            self.markers,
+            self.cell_names,
         )
-        missing = sorted(set(self.markers) - set(found))
+        missing = sorted(set(self.cell_names) - set(found))
         if missing:
-            raise LookupError(f"cells not found in {self.name}: {missing} (markers {self.markers})")
+            raise LookupError(f"cells not found in {self.name}: {missing}")
         self.index = found
 
     def kernel_supports_subshells(self) -> bool:
@@ -579,10 +826,42 @@ class NotebookDriver:
             "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.supportsSubshells"
         ))
 
+    # ------------------------------------------------------------------ kernel-side files
+
+    def path(self, kind: str, cell: str) -> Path:
+        """``result-<cell>.json`` (written by the cell), ``paused-<cell>`` / ``release-<cell>`` (its Gate)."""
+        return self.lab.root_dir / (f"result-{cell}.json" if kind == "result" else f"{kind}-{cell}")
+
+    def forget(self, cell: str) -> None:
+        for kind in ("result", "paused", "release"):
+            self.path(kind, cell).unlink(missing_ok=True)
+
+    def result(self, cell: str, timeout: float = 30.0) -> dict[str, Any]:
+        """What the cell's kernel wrote about its run (``report(...)`` in the notebook)."""
+        target = self.path("result", cell)
+        if not wait_until(target.exists, timeout):
+            raise TimeoutError(f"the cell {cell!r} wrote no {target.name} within {timeout:.0f} s")
+        return json.loads(target.read_text())
+
+    def wait_paused(self, cell: str, timeout: float = 300.0) -> None:
+        """Wait until the cell's Gate paused the run (or raise if the cell ended first)."""
+        paused = self.path("paused", cell)
+        deadline = time.monotonic() + timeout
+        while not paused.exists():
+            if self.page.evaluate("(n) => !!(window.__nbt.runs[n] && window.__nbt.runs[n].done)", cell):
+                raise RuntimeError(f"the cell {cell!r} ended before its Gate paused it: {self.wait(cell)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the cell {cell!r} did not reach its Gate within {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def release(self, cell: str) -> None:
+        self.path("release", cell).write_text("go")
+
     # ------------------------------------------------------------------ running cells
 
     def start(self, cell: str) -> None:
         """Run one cell without waiting for it (``notebook:run-cell`` on that cell only)."""
+        self.forget(cell)
         self.page.evaluate(
             """([i, name]) => {
                 const nbt = window.__nbt, panel = nbt.panel(), nb = panel.content;
@@ -632,10 +911,17 @@ class NotebookDriver:
             if result["errors"]:
                 raise RuntimeError(f"cell {cell!r} failed: {result['errors']}\n{result['text']}")
 
+    def interrupt(self) -> None:
+        """The kernel's interrupt, as the toolbar button does it (``notebook:interrupt-kernel``)."""
+        self.page.evaluate("async () => { await window.jupyterapp.commands.execute('notebook:interrupt-kernel'); }")
+
+    def clear_outputs(self, cell: str) -> None:
+        self.page.evaluate("(i) => { window.__nbt.cell(i).model.outputs.clear(); }", self.index[cell])
+
     # ------------------------------------------------------------------ reading the page
 
     def read(self, cell: str) -> dict[str, Any]:
-        """What the cell's output shows now (bars, status line and its colour, images, text, page time)."""
+        """What the cell's output shows now (see ``nbt.read`` in :data:`_JS_HELPERS`)."""
         return self.page.evaluate("([i, name]) => window.__nbt.read(i, name)", [self.index[cell], cell])
 
     def poll(self, cell: str, predicate: Callable[[dict[str, Any]], bool], timeout: float, interval: float = 0.05,
@@ -660,13 +946,21 @@ class NotebookDriver:
                                    f"last reading: {json.dumps(_short(last))}")
             time.sleep(interval)
 
-    def watch(self, cell: str) -> None:
-        """Log every change of the cell's output with the page's clock (see :meth:`timeline`)."""
-        self.page.evaluate("([i, name]) => window.__nbt.watch(i, name)", [self.index[cell], cell])
+    def probe(self, cell: str, selector: str | None, end_selector: str | None = None, name: str | None = None) -> str:
+        """Log every change of the text of ``selector`` in the cell's output (page clock, see :meth:`probe_log`)."""
+        name = name or cell
+        self.page.evaluate("([n, i, s, e]) => window.__nbt.probe(n, i, s, e)", [name, self.index[cell], selector, end_selector])
+        return name
 
-    def timeline(self, cell: str) -> list[dict[str, Any]]:
-        """``[{t, text}]``: the output's text after each change since :meth:`watch` (page clock, ms)."""
-        return self.page.evaluate("(name) => window.__nbt.log[name] || []", cell)
+    def probe_log(self, name: str, stop: bool = True) -> list[dict[str, Any]]:
+        """``[{t, text}]`` since :meth:`probe` (ms, page clock); ``{t, end: True}`` when the end selector appeared."""
+        if stop:
+            self.page.evaluate("(n) => window.__nbt.unprobe(n)", name)
+        return list(self.page.evaluate("(n) => window.__nbt.log[n] || []", name))
+
+    def watch(self, cell: str) -> str:
+        """Log every change of the cell's whole output text (see :meth:`probe_log`)."""
+        return self.probe(cell, None, None, name=cell + ":text")
 
     def now(self) -> float:
         """The page's clock (``performance.now()``, ms)."""
@@ -692,12 +986,6 @@ class NotebookDriver:
         """A Playwright locator of the cell's output area."""
         return self.page.locator(f'[data-nbtest="{cell}"] .jp-Cell-outputArea')
 
-    def image_digest(self, src: str) -> str | None:
-        try:
-            return self.page.evaluate("(src) => window.__nbt.sha(src)", src)
-        except Exception:  # a blob URL revoked by a newer frame in between
-            return None
-
     def widget_errors(self) -> list[str]:
         found = list(self.page.evaluate("() => window.__nbt ? window.__nbt.errors() : []"))
         found += [line for line in self.console if any(e in line for e in WIDGET_ERRORS)]
@@ -705,6 +993,34 @@ class NotebookDriver:
 
     def color(self, expression: str) -> str:
         return self.page.evaluate("(e) => window.__nbt.color(e)", expression)
+
+    def svg_text(self, cell: str, title: str) -> list[dict[str, Any]] | None:
+        """Every text of the panel ``title``: computed fill, font size, background under it, WCAG contrast."""
+        return self.page.evaluate("([i, t]) => window.__nbt.svgText(i, t)", [self.index[cell], title])
+
+    def hover(self, locator: Any, fx: float = 0.35, fy: float = 0.55) -> None:
+        """Move the mouse onto ``locator`` at the fraction (fx, fy) of its box, in small steps, as a hand would."""
+        locator.scroll_into_view_if_needed()
+        box = locator.bounding_box()
+        if box is None:
+            raise RuntimeError("the element to hover has no box (not rendered)")
+        self.page.mouse.move(box["x"] + 2, box["y"] + 2)
+        self.page.mouse.move(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy, steps=10)
+
+    # ------------------------------------------------------------------ themes
+
+    def theme(self) -> str:
+        return str(self.page.evaluate("() => document.body.dataset.jpThemeName || ''"))
+
+    def set_theme(self, name: str, timeout: float = 30.0) -> None:
+        """``apputils:change-theme``, then wait until the theme's stylesheet is in (its layout colour applies)."""
+        self.page.evaluate(
+            "async (n) => { await window.jupyterapp.commands.execute('apputils:change-theme', {theme: n}); }", name)
+        light = "true" if "Light" in name else "false"
+        self.page.wait_for_function(
+            """([n, light]) => document.body.dataset.jpThemeName === n && document.body.dataset.jpThemeLight === light""",
+            arg=[name, light], timeout=timeout * 1000, polling=100)
+        self.page.wait_for_timeout(300)  # one more frame for views that redraw on the theme change
 
     # ------------------------------------------------------------------ notebook actions
 
@@ -735,54 +1051,75 @@ class NotebookDriver:
 def _short(reading: dict[str, Any]) -> dict[str, Any]:
     out = dict(reading)
     out["text"] = (out.get("text") or "")[:400]
-    out["imgs"] = [{**img, "src": img["src"][:40]} for img in out.get("imgs", [])]
     return out
 
 
-# ---------------------------------------------------------------------- parsing what the page shows
+# ---------------------------------------------------------------------- what the page shows, as numbers
 
-_EPOCH = re.compile(r"epoch (\d+)/(\d+)")
+_COUNT = re.compile(r"(\d+)\s*/\s*(\d+)")
 
 
-def steps_shown(reading: dict[str, Any], steps_per_epoch: int) -> int | None:
-    """The training steps a live ProgressBar/Dashboard says are done (during fit's validation
-    of epoch ``e``: all of epoch ``e``'s steps); None when no epoch is shown yet."""
-    bars = reading.get("bars") or []
-    match = _EPOCH.search(bars[0]["label"]) if bars else None
-    if len(bars) < 2 or not match:
-        return None
-    epoch = int(match.group(1))
-    if bars[1]["label"] == "train":
-        return (epoch - 1) * steps_per_epoch + int(bars[1]["value"])
-    if bars[1]["label"] == "eval":
-        return epoch * steps_per_epoch
+def bar_steps(reading: dict[str, Any], kind: str = "train") -> tuple[int, int] | None:
+    """``(done, total)`` of the first live bar of ``kind`` ("312/938" in its text), or None."""
+    for bar in reading.get("bars") or []:
+        if bar["kind"] == kind:
+            match = _COUNT.search(bar["text"] or "")
+            if match:
+                return int(match.group(1)), int(match.group(2))
     return None
 
 
-def run_progress(reading: dict[str, Any]) -> float | None:
-    """How far a live ProgressBar/Dashboard says the run is, in % of its training.
+def percentile(values: list[float], share: float) -> float:
+    """Nearest-rank percentile (``share`` in 0..1) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
-    ``(epochs done + share of the current epoch's training steps) / epochs``,
-    read from the two ``<progress>`` elements (the epoch bar, then the phase
-    bar: ``train`` steps, or ``eval`` once the epoch's training is done).  It
-    only grows while the run goes on; None when no bars are shown yet.
+
+def cadence(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The gaps between visible progress updates while steps advance.
+
+    ``entries`` come from :meth:`NotebookDriver.probe` on a bar's text
+    ("312/938 ..."): the window opens at the first update that shows a
+    finished step and closes at the one that shows the last step (or, when
+    the live view is replaced before showing it, when the final snapshot
+    appears).  Gaps are in seconds.
     """
-    bars = reading.get("bars") or []
-    if len(bars) < 2 or not _EPOCH.search(bars[0]["label"]) or not bars[0]["max"]:
-        return None
-    epoch_bar, phase_bar = bars[0], bars[1]
-    if phase_bar["label"] == "train":
-        share = phase_bar["value"] / phase_bar["max"] if phase_bar["max"] else 0.0
-    elif phase_bar["label"] == "eval":
-        share = 1.0
+    points: list[tuple[float, int, int]] = []
+    end_t = None
+    for entry in entries:
+        if entry.get("end"):
+            end_t = float(entry["t"])
+            break
+        match = _COUNT.search(entry.get("text") or "")
+        if match:
+            points.append((float(entry["t"]), int(match.group(1)), int(match.group(2))))
+    first = next((k for k, p in enumerate(points) if p[1] >= 1), None)
+    if first is None:
+        return {"updates": 0, "gaps_s": [], "span_s": 0.0, "max_gap_s": None, "p95_gap_s": None,
+                "median_gap_s": None, "steps_shown": [p[1] for p in points]}
+    times: list[float] = []
+    shown: list[int] = []
+    for t, step, total in points[first:]:
+        times.append(t)
+        shown.append(step)
+        if step >= total:
+            break
     else:
-        return None
-    return 100.0 * (epoch_bar["value"] + share) / epoch_bar["max"]
-
-
-def plot_images(reading: dict[str, Any], widget: bool) -> list[dict[str, Any]]:
-    """The plot images of an output (live widget images, or the snapshot's data-URI image), 1x1 placeholder excluded."""
-    return [img for img in reading.get("imgs", []) if img["widget"] == widget and img["width"] > 100]
+        if end_t is not None:
+            times.append(end_t)
+    gaps = [(b - a) / 1000.0 for a, b in zip(times, times[1:])]
+    return {
+        "updates": len(times),
+        "span_s": round((times[-1] - times[0]) / 1000.0, 3),
+        "max_gap_s": round(max(gaps), 3) if gaps else None,
+        "p95_gap_s": round(percentile(gaps, 0.95), 3) if gaps else None,
+        "median_gap_s": round(percentile(gaps, 0.5), 3) if gaps else None,
+        "mean_gap_s": round(sum(gaps) / len(gaps), 3) if gaps else None,
+        "gaps_s": [round(g, 3) for g in gaps],
+        "first_step_shown": shown[0],
+        "last_step_shown": shown[-1],
+        "closed_by_snapshot": len(times) > len(shown),
+    }
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
