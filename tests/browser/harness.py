@@ -560,9 +560,8 @@ trainer.fit(3, train_slice, test_slice, callbacks=[ProgressBar()])
     "readme_dashboard": '''\
 dashboard = Dashboard()
 trainer = new_trainer()
-decay = LearningRateScheduler(lambda lr, step: lr * 0.5 if step % 188 == 0 else lr)
 try:
-    trainer.fit(6, train_slice, test_slice, callbacks=[dashboard, decay, Gate("readme_dashboard", at=600)])
+    trainer.fit(6, train_slice, test_slice, callbacks=[dashboard, Gate("readme_dashboard", at=660)])
 finally:
     report("readme_dashboard", dashboard)
 ''',
@@ -719,8 +718,10 @@ _JS_HELPERS = r"""
       const c = parse(cs.fill) || parse(cs.color) || [0, 0, 0, 1];
       c[3] *= parseFloat(cs.fillOpacity || '1') * parseFloat(cs.opacity || '1');
       const seen = over(c, bg);
+      const ctm = t.getScreenCTM();  // user units -> CSS px on the page (the viewBox's scale)
+      const size = parseFloat(cs.fontSize) * (ctm ? Math.hypot(ctm.a, ctm.b) : 1);
       return {text: t.textContent.trim().slice(0, 40), fill: cs.fill, seen: seen.slice(0, 3).map(Math.round),
-              background: bg.slice(0, 3).map(Math.round), size: parseFloat(cs.fontSize), ratio: nbt.contrast(seen, bg)};
+              background: bg.slice(0, 3).map(Math.round), size, ratio: nbt.contrast(seen, bg)};
     });
   };
   // The colour a CSS colour expression has on this page.
@@ -995,7 +996,8 @@ class NotebookDriver:
         return self.page.evaluate("(e) => window.__nbt.color(e)", expression)
 
     def svg_text(self, cell: str, title: str) -> list[dict[str, Any]] | None:
-        """Every text of the panel ``title``: computed fill, font size, background under it, WCAG contrast."""
+        """Every text of the panel ``title``: computed fill, font size as drawn (CSS px), background under it,
+        WCAG contrast."""
         return self.page.evaluate("([i, t]) => window.__nbt.svgText(i, t)", [self.index[cell], title])
 
     def hover(self, locator: Any, fx: float = 0.35, fy: float = 0.55) -> None:
@@ -1021,6 +1023,19 @@ class NotebookDriver:
             """([n, light]) => document.body.dataset.jpThemeName === n && document.body.dataset.jpThemeLight === light""",
             arg=[name, light], timeout=timeout * 1000, polling=100)
         self.page.wait_for_timeout(300)  # one more frame for views that redraw on the theme change
+
+    def theme_shots(self, cell: str, shots: dict[str, Path], panel: str = "loss") -> dict[str, Any]:
+        """Screenshot the cell's output in each theme of ``shots`` (``{theme: path}``, in order), with the
+        texts of the panel ``panel`` (:meth:`svg_text`; None without a live panel); ends in the Light theme."""
+        seen: dict[str, Any] = {}
+        try:
+            for theme, path in shots.items():
+                self.set_theme(theme)
+                seen[theme] = {"texts": self.svg_text(cell, panel), "shot": self.screenshot(cell, path)}
+        finally:
+            if self.theme() != LIGHT:
+                self.set_theme(LIGHT)
+        return seen
 
     # ------------------------------------------------------------------ notebook actions
 

@@ -1,18 +1,20 @@
-"""Write the README's screenshots of the widgets notebook to ``notebooks/screenshots/``.
+"""Write the README's screenshots of the dashboard to ``notebooks/screenshots/``.
 
-Runs the browser tests' flow on an output-free copy of
-``notebooks/4_widgets.ipynb`` in a temporary JupyterLab (127.0.0.1, token,
-route guard; MNIST from a loopback mirror of ``../shared/data/MNIST_Data.zip``):
-the setup cell, the ProgressBar cell (its snapshot), then the Dashboard cell
-with a learning rate typed in: a frame of the dashboard while it trains, Stop,
-and its static snapshot.  The committed notebook is never opened or saved.
+Runs the browser tests' notebook (``harness.CELLS``, written into a temporary
+JupyterLab root: 127.0.0.1, token, route guard; MNIST from a loopback mirror
+of ``../shared/data/MNIST_Data.zip``): the setup cell, a ``ProgressBar``
+``fit(3)`` (its snapshot), then a ``Dashboard`` ``fit(6)`` with a learning
+rate typed in its box, paused by the notebook's ``Gate`` in the fourth epoch:
+the live dashboard in JupyterLab Light and Dark, then Stop, and its static
+snapshot in both themes.  No notebook under ``notebooks/`` is opened or saved.
 
     python tests/browser/update_readme_screenshots.py [--out notebooks/screenshots]
 
 Files written (PNG, reduced to a 256-colour palette when Pillow is there):
 
-* ``dashboard-live.png``: the Dashboard mid-training (bars, table, live plot, Stop and lr);
-* ``dashboard-stopped.png``: its static snapshot after Stop;
+* ``dashboard-live.png`` / ``dashboard-live-dark.png``: the Dashboard mid-training
+  (bars, status with the lr note, Stop and lr, the loss, accuracy and learning-rate panels, table);
+* ``dashboard-stopped.png`` / ``dashboard-stopped-dark.png``: its static snapshot and final PNG after Stop;
 * ``progressbar-finished.png``: the ProgressBar's static snapshot after ``fit(3)``.
 
 Needs what the browser tests need: ``/usr/bin/chromium`` and ``pip install -e '.[test,browser]'``.
@@ -31,10 +33,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.browser import harness  # noqa: E402
+from tests.browser.harness import DARK, LIGHT  # noqa: E402
 from tests.support.mirror import LoopbackServer, mnist_zip  # noqa: E402
 
-CELLS = {name: harness.CELLS[name] for name in ("setup", "progress", "dashboard")}
-LR_TEXT = "0.03"
+CELLS = ["setup", "readme_progress", "readme_dashboard"]
+LR_TEXT = "0.02"
 
 
 def _shrink(path: Path) -> None:
@@ -48,42 +51,54 @@ def _shrink(path: Path) -> None:
     small.save(path, optimize=True)
 
 
+def _steps(reading: dict) -> int:
+    steps = harness.bar_steps(reading)
+    return steps[0] if steps else 0
+
+
 def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
-    written = []
+    written: list[Path] = []
     result = nb.run("setup", timeout=600)
     if result["errors"]:
         raise RuntimeError(f"the setup cell failed: {result['errors']}")
 
-    # The ProgressBar cell also imports the widget classes the Dashboard cell uses.
-    if nb.run("progress", timeout=600)["errors"]:
+    if nb.run("readme_progress", timeout=600)["errors"]:
         raise RuntimeError("the ProgressBar cell failed")
-    nb.poll("progress", lambda r: not r["live"] and r["status"] == "✔ finished", 60, what="the finished snapshot")
-    written.append(nb.screenshot("progress", out / "progressbar-finished.png"))
+    nb.poll("readme_progress", lambda r: not r["live"] and bool(r["snapshots"]), 60, what="the finished snapshot")
+    written.append(nb.screenshot("readme_progress", out / "progressbar-finished.png"))
 
-    nb.start("dashboard")
-    nb.poll("dashboard", lambda r: r["live"] and (harness.run_progress(r) or 0) > 0, 300,
-            what="live training", while_running=True)
-    box = nb.output("dashboard").locator(".widget-text input")
+    cell = "readme_dashboard"
+    nb.start(cell)
+    nb.poll(cell, lambda r: r["live"] > 0 and r["controls"] and _steps(r) > 0, 300, what="live training",
+            while_running=True)
+    box = nb.output(cell).locator("input.nbc-lr")
+    box.scroll_into_view_if_needed()
     box.fill(LR_TEXT)
     box.press("Enter")
-    nb.poll("dashboard", lambda r: f"lr set to {LR_TEXT}" in (r["statusLine"] or ""), 60, what="the lr change",
+    nb.poll(cell, lambda r: any(f"lr set to {LR_TEXT}" in (s["text"] or "") for s in r["statuses"])
+            or any(f"lr set to {LR_TEXT}" in (n or "") for n in r["notes"]), 60, what="the lr change",
             while_running=True)
-    # Mid-training, right when the second live plot frame arrives (so the plot matches the bars;
-    # live frames come every few seconds, within a small share of the training time).
-    frames: set[str] = set()
-
-    def second_frame(r: dict) -> bool:
-        frames.update(img["src"] for img in harness.plot_images(r, widget=True))
-        return r["live"] and len(frames) >= 2
-
-    nb.poll("dashboard", second_frame, 300, what="the second live plot frame", while_running=True)
-    written.append(nb.screenshot("dashboard", out / "dashboard-live.png"))
-    nb.output("dashboard").locator(".widget-button", has_text="Stop").click()
-    if nb.wait("dashboard", timeout=300)["errors"]:
+    nb.wait_paused(cell)
+    nb.poll(cell, lambda r: "learning rate" in r["panels"] and _steps(r) > 0, 30, what="the learning-rate panel")
+    nb.page.mouse.move(0, 0)
+    nb.page.wait_for_timeout(500)  # the last refresh before the pause is drawn
+    try:
+        shots = nb.theme_shots(cell, {LIGHT: out / "dashboard-live.png", DARK: out / "dashboard-live-dark.png"})
+        written += [shot["shot"] for shot in shots.values()]
+        stop = nb.output(cell).locator("button.nbc-stop")
+        stop.scroll_into_view_if_needed()
+        stop.click()
+    finally:
+        nb.release(cell)
+    if nb.wait(cell, timeout=300)["errors"]:
         raise RuntimeError("the Dashboard cell failed")
-    nb.poll("dashboard", lambda r: not r["live"] and "stopped by user" in (r["status"] or ""), 60,
-            what="the stopped snapshot")
-    written.append(nb.screenshot("dashboard", out / "dashboard-stopped.png"))
+    facts = nb.result(cell)
+    if facts["status"] != "stopped":
+        raise RuntimeError(f"the Dashboard run was not stopped by the Stop click: {facts}")
+    nb.poll(cell, lambda r: not r["live"] and bool(r["snapshots"]) and any(i["width"] > 100 for i in r["imgs"]), 60,
+            what="the stopped snapshot and its PNG")
+    shots = nb.theme_shots(cell, {LIGHT: out / "dashboard-stopped.png", DARK: out / "dashboard-stopped-dark.png"})
+    written += [shot["shot"] for shot in shots.values()]
     return written
 
 
@@ -99,12 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="nbcallback-screenshots-"))
+    written: list[Path] = []
     try:
         (work / "mirror").mkdir()
         shutil.copy(mnist_zip(), work / "mirror" / "MNIST_Data.zip")
         (work / "root").mkdir()
         (work / "data").mkdir()
-        harness.copy_notebook(harness.NOTEBOOK, work / "root" / harness.NOTEBOOK_NAME)
+        harness.write_notebook(work / "root" / harness.NOTEBOOK_NAME, CELLS)
         with LoopbackServer(work / "mirror") as mirror:
             lab = harness.LabServer(work / "root", work / "lab", env={
                 "NBCALLBACK_MNIST_URL": f"{mirror.url}/MNIST_Data.zip",
@@ -120,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
                         nb = harness.NotebookDriver(page, lab, harness.NOTEBOOK_NAME, CELLS, guard=guard)
                         nb.open(reset=True)
                         written = _capture(nb, out)
-                        errors = nb.widget_errors()
+                        errors = nb.widget_errors() + nb.page_errors
                         if errors or guard.violations():
-                            raise RuntimeError(f"widget errors {errors} / off-loopback requests {guard.violations()}")
+                            raise RuntimeError(f"widget/page errors {errors} / off-loopback requests {guard.violations()}")
                     finally:
                         context.close()
             finally:
