@@ -486,7 +486,7 @@ function drawPanel(panel, spec, store, width, clipId) {
   const L = panelLayout(width, panel.title ?? "", lines.map(({ line }) => line.label ?? line.key), yTicks.map(formatValue));
   const sx = makeScale(xd, [L.left, L.right]);
   const sy = makeScale(yd, [L.bottom, L.top], kind);
-  const xTicks = niceTicks(xd[0], xd[1], Math.max(2, Math.floor((L.right - L.left) / 80)));
+  const xTicks = niceTicks(xd[0], xd[1], Math.max(2, Math.floor((L.right - L.left) / 80))).filter(Number.isInteger); // steps
   const inX = (x) => x >= xd[0] && x <= xd[1];
 
   const grid = yTicks.map((t) => s("line", { class: "nbc-grid", x1: L.left, x2: L.right, y1: r1(sy(t)), y2: r1(sy(t)) }));
