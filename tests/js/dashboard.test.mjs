@@ -101,6 +101,11 @@ test("mergeDelta: tail is replaced by each delta and cleared by null; arrays nev
   assert.deepEqual(rec.x, [1, 2, 3, 4]);
 });
 
+test("seriesPoints: arrays then tail; nothing for a missing record", () => {
+  assert.deepEqual(seriesPoints(undefined), { x: [], y: [], lo: [], hi: [] });
+  assert.deepEqual(seriesPoints({ x: [1], y: [2], lo: [null], hi: [null], tail: null }), { x: [1], y: [2], lo: [null], hi: [null] });
+});
+
 test("applyView: every key but series replaces the old view; series merge; gaps ask for hello once a second", () => {
   const store = createStore();
   const ask = applyView(store, { status: { state: "running", text: "running" }, series: { loss: { gen: 0, start: 0, x: [1], y: [2] } } }, 1000);

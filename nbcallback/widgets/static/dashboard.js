@@ -461,8 +461,12 @@ function panelLayout(width, title, legendLabels, yLabels) {
   const oneRow = titleW + legendW <= width - MARGIN.right;
   const top = oneRow || !items.length ? 30 : 48;
   const left = Math.max(38, 12 + Math.max(0, ...yLabels.map((t) => t.length)) * CHAR_W);
+  const legend = []; // x of each legend item, right-aligned
   let x = Math.max(oneRow ? titleW : left, width - MARGIN.right - legendW);
-  const legend = items.map((w) => ((x += w), x - w));
+  for (const w of items) {
+    legend.push(x);
+    x += w;
+  }
   return { left, top, right: width - MARGIN.right, bottom: PANEL_H - MARGIN.bottom, legendY: oneRow ? 16 : 36, legend };
 }
 
@@ -471,6 +475,14 @@ function legendSwatch(style, color, x, y) {
   if (style === "band") return [s("rect", { x, y: y - 5, width: 18, height: 10, fill: color, class: "nbc-band" }), line];
   if (style === "points" || style === "step") return [line, s("circle", { cx: x + 9, cy: y, r: 3, fill: color })];
   return [line];
+}
+
+/** Circles at the given indices of a series (skipping points that cannot be drawn). */
+function markers(indices, pts, sx, sy, r, fill) {
+  return indices
+    .map((i) => [sx(pts.x[i]), sy(pts.y[i])])
+    .filter(([cx, cy]) => isNum(cx) && isNum(cy))
+    .map(([cx, cy]) => s("circle", { cx: r1(cx), cy: r1(cy), r, fill }));
 }
 
 /** Draw one panel's SVG from the spec and the store; returns what hovering needs. */
@@ -501,11 +513,11 @@ function drawPanel(panel, spec, store, width, clipId) {
       out.push(s("path", { class: "nbc-line nbc-bold", d: linePath(pts.x, pts.y, sx, sy), stroke: color }));
     } else if (line.style === "step") {
       out.push(s("path", { class: "nbc-line", d: stepPath(pts.x, pts.y, sx, sy), stroke: color }));
-      for (const i of stepChanges(pts.y)) out.push(s("circle", { cx: r1(sx(pts.x[i])), cy: r1(sy(pts.y[i])), r: 3, fill: color }));
+      out.push(...markers(stepChanges(pts.y), pts, sx, sy, 3, color));
     } else {
       out.push(s("path", { class: line.style === "points" ? "nbc-line nbc-thin" : "nbc-line", d: linePath(pts.x, pts.y, sx, sy), stroke: color }));
       if (line.style === "points") {
-        pts.x.forEach((x, i) => isNum(sy(pts.y[i])) && out.push(s("circle", { cx: r1(sx(x)), cy: r1(sy(pts.y[i])), r: 3.5, fill: color })));
+        out.push(...markers(pts.x.map((_, i) => i), pts, sx, sy, 3.5, color));
       }
     }
     return out;
@@ -545,6 +557,7 @@ function hover(p, mx, stepWord) {
   const want = d.sx.invert(mx);
   const xs = [...new Set(d.lines.flatMap(({ pts }) => pts.x.filter(isNum)))].sort((a, b) => a - b);
   const x = xs[nearestIndex(xs, want)];
+  if (!isNum(x)) return hover(p, null, stepWord);
   const entries = [];
   const dots = [];
   for (const { line, pts, color } of d.lines) {
