@@ -129,6 +129,43 @@ def _edges(page: Page, out: Path, errors: list[str]) -> None:
     page.screenshot(path=str(out / "dashboard-edge-cases.png"), full_page=True)
 
 
+LIVE_JS = """async () => {
+  const frame = () => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+  const m = window.model;
+  const d = () => document.querySelector(".nbc-panel[data-title='loss'] path.nbc-bold").getAttribute("d");
+  const points = () => d().split(/[ML]/).filter(Boolean).length;
+  const n = m.get("view").series.loss.x.length;
+  const before = points();
+  const view = (series, status) => ({ ...m.get("view"), status: { state: status, text: status }, series });
+  m.set("view", view({ loss: { gen: 1, start: n, x: [1504, 1520], y: [0.15, 0.14], lo: [0.1, 0.1], hi: [0.2, 0.2], tail: null } }, "running"));
+  await frame();
+  const grown = points();
+  m.set("view", view({}, "stopped"));
+  await frame();
+  const state = document.querySelector(".nbc-status").dataset.state;
+  const stopDisabled = document.querySelector(".nbc-stop").disabled;
+  await new Promise((ok) => setTimeout(ok, 1100));
+  const sentBefore = window.sent.length;
+  m.set("view", view({ loss: { gen: 1, start: n + 50, x: [9999], y: [1] } }, "stopped"));
+  await frame();
+  const hello = window.sent.slice(sentBefore);
+  m.set("spec", { ...m.get("spec"), panels: [...m.get("spec").panels, { title: "extra", scale: "linear", lines: [] }] });
+  await frame();
+  return { before, grown, state, stopDisabled, hello, panels: document.querySelectorAll(".nbc-panel").length };
+}"""
+
+
+def _live(page: Page) -> dict:
+    """Updates after the first draw: a delta appends, the status changes, a gap says hello, a panel is added."""
+    got = page.evaluate(LIVE_JS)
+    # at step 1500 the open bucket (the tail) holds only non-finite losses (null): two drawable points more
+    assert got["grown"] == got["before"] + 2, got
+    assert got["state"] == "stopped" and got["stopDisabled"], got
+    assert got["hello"] == [{"type": "hello"}], got
+    assert got["panels"] == 4, got
+    return got
+
+
 def _controls(page: Page) -> list[dict]:
     page.fill(".nbc-lr", "abc")
     page.click(".nbc-lr-apply")
@@ -159,6 +196,8 @@ def main(out_dir: str = "js-preview") -> None:
                 print(theme, "hover:", _hover(page, out, f"dashboard-{theme}-hover.png"))
                 _open(page, f"{url}?theme={theme}&at=1500", errors)
                 page.screenshot(path=str(out / f"dashboard-{theme}-running.png"), full_page=True)
+                if theme == "light":
+                    print("live:", _live(page))
             _open(page, f"{url}?at=2000&width=420", errors)
             page.screenshot(path=str(out / "dashboard-narrow-running.png"), full_page=True)
             sent = _controls(page)
