@@ -166,6 +166,11 @@ test("xDomain and yDomain: planned range grows to the data; safe on empty, one p
   assert.deepEqual(yDomain([null, -1], "log"), [0.1, 1]);
   assert.deepEqual(yDomain([2], "linear"), [1.8, 2.2]);
   assert.deepEqual(yDomain([0, 0], "linear"), [-1, 1]);
+  // A band's highs raise the top; its lows never lower the bottom (the lines decide it).
+  const [blo, bhi] = yDomain([0.1, 0.2], "log", [1.5, null]);
+  assert.ok(blo > 0.05 && blo < 0.1, `bottom ${blo}`);
+  assert.ok(bhi >= 1.5, `top ${bhi}`);
+  assert.deepEqual(yDomain([], "linear", [1, 3]), yDomain([1, 3], "linear"));
   const [lo, hi] = yDomain([0.1, 10, -3, null], "log");
   assert.ok(lo < 0.1 && lo > 0.05 && hi > 10 && hi < 20);
 });

@@ -189,12 +189,17 @@ export function xDomain(xRange, xs) {
 }
 
 /** The y domain of the values, padded a little (log: only positive values count). */
-export function yDomain(values, kind = "linear") {
+export function yDomain(values, kind = "linear", tops = []) {
   const log = kind === "log";
-  const vals = values.filter((v) => isNum(v) && (!log || v > 0));
+  const ok = (v) => isNum(v) && (!log || v > 0);
+  let vals = values.filter(ok);
+  const high = tops.filter(ok);
+  if (!vals.length) vals = high;
   if (!vals.length) return log ? [0.1, 1] : [0, 1];
+  // The bottom follows the lines, the top everything: a band's per-step minima (an easy batch's
+  // loss of 1e-5) would stretch a log axis far below the curve; a spike still shows at the top.
   let lo = Math.min(...vals);
-  let hi = Math.max(...vals);
+  let hi = Math.max(...vals, ...high);
   if (log) {
     if (lo === hi) return [lo / 2, hi * 2];
     const f = (hi / lo) ** 0.05;
@@ -491,9 +496,10 @@ function drawPanel(panel, spec, store, width, clipId) {
   const lines = asArray(panel.lines)
     .map((line) => ({ line, pts: seriesPoints(store.series[line?.key]), color: cssColor(spec.colors, line?.color) }))
     .filter(({ line, pts }) => line && pts.x.length > 0);
-  const ys = lines.flatMap(({ line, pts }) => (line.style === "band" ? pts.y.concat(pts.lo, pts.hi) : pts.y));
+  const ys = lines.flatMap(({ pts }) => pts.y);
+  const tops = lines.flatMap(({ line, pts }) => (line.style === "band" ? pts.hi : []));
   const xd = xDomain(spec.x_range, lines.flatMap(({ pts }) => pts.x));
-  const yd = yDomain(ys, kind);
+  const yd = yDomain(ys, kind, tops);
   const yTicks = kind === "log" ? logTicks(...yd) : niceTicks(yd[0], yd[1], 5);
   const L = panelLayout(width, panel.title ?? "", lines.map(({ line }) => line.label ?? line.key), yTicks.map(formatValue));
   const sx = makeScale(xd, [L.left, L.right]);
