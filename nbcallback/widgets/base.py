@@ -41,6 +41,7 @@ from nbcallback.widgets.env import DISPLAY_MODES, describe_frontend_support, ker
 from nbcallback.widgets.panels import Panel, default_panels
 from nbcallback.widgets.render_text import LogRenderer, NullRenderer, TTYRenderer
 from nbcallback.widgets.state import TrainingState, View
+from nbcallback.widgets.words import Msg, Words
 
 __all__ = ["LiveCallback"]
 
@@ -169,6 +170,9 @@ class LiveCallback(Callback):
             the number left out), so the saved notebook stays small for any
             number of epochs.
         smoothing: EMA factor of the smoothed loss (0.98, bias-corrected).
+        lang: the language of every word the display writes: ``'en'`` or
+            ``'zh_CN'`` (Simplified Chinese); None reads ``NBCALLBACK_LANG``,
+            then English.
         max_points: the most points per plot line: the loss is kept as at most
             this many buckets of steps (min, max and smoothed value each).
         clock: a function returning monotonic seconds (tests pass a fake).
@@ -189,6 +193,7 @@ class LiveCallback(Callback):
         max_rows: int = 200,
         smoothing: float = 0.98,
         max_points: int = 1000,
+        lang: str | None = None,
         clock: Clock | None = None,
         **removed: Any,
     ) -> None:
@@ -208,6 +213,7 @@ class LiveCallback(Callback):
         self.live_rows = int(live_rows)
         self.max_rows = int(max_rows)
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
+        self.words = Words(lang)
         self._clock: Clock = clock or monotonic
         self._depth = 0
         self._prepared = False
@@ -329,22 +335,24 @@ class LiveCallback(Callback):
             support = describe_frontend_support(mode, self._background, kernel_supports_subshells())
             with_controls = "controls" in parts and bool(support["controls"])
             shows_stop = "controls" in parts or "progress" in parts
-            hint = str(support["hint"]) if shows_stop and (with_controls or self.graceful_interrupt) else ""
+            shown = support["hint"] and shows_stop and (with_controls or self.graceful_interrupt)
+            hint = self.words(str(support["hint"])) if shown else ""
             return WidgetRenderer(
                 parts if with_controls else parts - {"controls"},
                 panels_for=self._panels_for,
                 on_stop=(lambda: self.request_stop("button")) if with_controls else None,
                 on_lr=self._lr_from_widget if with_controls else None,
                 hint=hint,
+                w=self.words,
             )
         if mode in ("static", "final"):
             from nbcallback.widgets.render_widget import StaticRenderer
 
-            return StaticRenderer(parts, live=mode == "static")
+            return StaticRenderer(parts, live=mode == "static", w=self.words)
         if mode == "tty":
-            return TTYRenderer(parts, self.file)
+            return TTYRenderer(parts, self.file, self.words)
         if mode == "log":
-            return LogRenderer(parts, self.file, self.log_interval)
+            return LogRenderer(parts, self.file, self.log_interval, self.words)
         return NullRenderer()
 
     def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
@@ -356,6 +364,7 @@ class LiveCallback(Callback):
             lr=bool(facts.get("lr_changed")) if lr_panel == "auto" else bool(lr_panel),
             loss_positive=bool(facts.get("loss_positive", True)),
             extra=getattr(self, "panels", None) or (),
+            w=self.words,
         )
 
     def _shows_status(self) -> bool:
@@ -494,12 +503,10 @@ class LiveCallback(Callback):
             self._final = ("stopped", shared.describe_stop())
         elif run_context.get_stop_requested():
             view = self.state.view(now, live_rows=0)
-            self._final = (
-                "stopped",
-                f"stopped at epoch {view.epoch}, step {view.step_in_epoch} (a callback called request_stop())",
-            )
+            where = Msg("where_epoch", epoch=view.epoch, step=view.step_in_epoch)
+            self._final = ("stopped", Msg("stopped_by_callback", where=where))
         else:
-            self._final = ("finished", "finished")
+            self._final = ("finished", Msg("finished"))
 
     # ------------------------------------------------------------------ hooks: evaluation
 
@@ -549,7 +556,7 @@ class LiveCallback(Callback):
             if shared is not None and shared.stop_where is not None:
                 self._final = ("stopped", shared.describe_stop())
             else:
-                self._final = ("finished", "finished")
+                self._final = ("finished", Msg("finished"))
         else:
             self._phase = "train"
             self._countdown = self._stride = self._scheduler.reset()
@@ -744,7 +751,7 @@ class LiveCallback(Callback):
             data = self.state.plot_data()
             panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
                                        "lr_changed": data.lr_changed})
-            png = render_png(panels, data)
+            png = render_png(panels, data, self.words)
             drawn = [p for p in panels if any(line.key in data.series for line in p.lines)]
             self._png_css_width = png_size(len(drawn))[0]
             return png
@@ -763,20 +770,20 @@ class LiveCallback(Callback):
     def _ending(self, exc: BaseException | None, now: float) -> tuple[str, str, str | None]:
         view = self.state.view(now, live_rows=0)
         if view.kind == "eval":
-            where = f"at step {view.eval_step}"
+            where = Msg("where_step", step=view.eval_step)
         elif view.epoch is None:
-            where = "before the first step"
+            where = Msg("where_nowhere")
         else:
-            where = f"at epoch {view.epoch}, step {view.step_in_epoch}"
+            where = Msg("where_epoch", epoch=view.epoch, step=view.step_in_epoch)
         if exc is None:
             if self._final is not None:
                 return self._final[0], self._final[1], None
-            return "finished", "finished", None
+            return "finished", Msg("finished"), None
         if isinstance(exc, KeyboardInterrupt):
-            return "interrupted", f"interrupted (KeyboardInterrupt) {where}", None
+            return "interrupted", Msg("interrupted", where=where), None
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-        return "error", f"failed with {type(exc).__name__} {where}", error[:500]
+        return "error", Msg("failed", error=type(exc).__name__, where=where), error[:500]
 
     # ------------------------------------------------------------------ introspection
 

@@ -21,17 +21,14 @@ import threading
 from typing import Any, Callable
 
 from nbcallback.train.interrupt import SignalStop
+from nbcallback.widgets.words import Msg
 
 __all__ = ["RunShared", "apply_learning_rate", "release_comm_routing", "SHARED_KEY"]
 
 #: The ``cb_params`` key of the per-run :class:`RunShared`.
 SHARED_KEY = "nbcallback_widgets"
 
-_REASONS = {
-    "interrupt": "kernel interrupt",
-    "button": "Stop button",
-    "code": "request_stop()",
-}
+_REASONS = {"interrupt": "source_interrupt", "button": "source_button", "code": "source_code"}
 
 
 class RunShared:
@@ -72,15 +69,16 @@ class RunShared:
             member._poke()
 
     def describe_stop(self) -> str:
-        """``"stopped by user at epoch 2, step 312 (Stop button)"``."""
-        source = _REASONS.get(self.stop_reason or "", self.stop_reason or "user")
+        """``"stopped by user at epoch 2, step 312 (Stop button)"`` (a :class:`~nbcallback.widgets.words.Msg`)."""
+        reason = self.stop_reason or ""
+        source: str = Msg(_REASONS[reason]) if reason in _REASONS else (reason or Msg("source_user"))
         if self.stop_where is None:
-            return f"stopped by user ({source})"
+            return Msg("stopped_by_user_plain", source=source)
         epoch, step, eval_step = self.stop_where
-        where = f"at epoch {epoch}, step {step}" if epoch is not None else f"at step {step}"
+        where = Msg("where_epoch", epoch=epoch, step=step) if epoch is not None else Msg("where_step", step=step)
         if eval_step is not None:
-            where += f" (during validation, eval step {eval_step})"
-        return f"stopped by user {where} ({source})"
+            where = Msg("where_validation", where=where, eval_step=eval_step)
+        return Msg("stopped_by_user", where=where, source=source)
 
     def install_signal(self, owner: Any) -> bool:
         """Route SIGINT to :meth:`request_stop` for this run (main thread only).

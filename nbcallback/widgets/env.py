@@ -162,7 +162,8 @@ def resolve_display(
 def describe_frontend_support(mode: str, background: bool, subshells: bool, where: str | None = None) -> dict[str, Any]:
     """Whether the Stop / lr controls can act while the run trains, and the one hint to show.
 
-    Returns ``{'controls': bool, 'hint': str}``.  Controls act during a
+    Returns ``{'controls': bool, 'hint': key}``, the hint as a key of the
+    message table (:mod:`nbcallback.widgets.words`; '' for none).  Controls act during a
     foreground run only where clicks reach a busy kernel: JupyterLab >= 4.4 /
     Notebook >= 7.4 with a kernel that has subshells (ipykernel >= 7).  VS Code,
     Colab and marimo queue them until the cell ends, so the controls are shown
@@ -174,7 +175,7 @@ def describe_frontend_support(mode: str, background: bool, subshells: bool, wher
     if background:
         return {"controls": True, "hint": ""}
     if subshells and where == "jupyter":
-        return {"controls": True, "hint": "If Stop does nothing, press ■ (interrupt): training stops after this step."}
+        return {"controls": True, "hint": "hint_subshells"}
     if where == "marimo":
-        return {"controls": False, "hint": "To stop early, interrupt the cell: training stops after the current step."}
-    return {"controls": False, "hint": "To stop early, press ■ (interrupt the kernel): training stops after the current step."}
+        return {"controls": False, "hint": "hint_marimo"}
+    return {"controls": False, "hint": "hint_interrupt"}

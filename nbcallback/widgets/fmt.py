@@ -9,6 +9,7 @@ import math
 from typing import Any, Sequence
 
 from nbcallback.widgets.state import View
+from nbcallback.widgets.words import Words, words
 
 __all__ = [
     "duration",
@@ -75,7 +76,7 @@ def metric(value: Any) -> str:
     return text if len(text) <= 24 else text[:23] + "…"
 
 
-def progress_parts(view: View) -> dict[str, str]:
+def progress_parts(view: View, w: Words = words) -> dict[str, str]:
     """The pieces every renderer shows, as strings.
 
     Keys: ``epoch`` ("epoch 2/5"), ``phase`` ("train"/"eval"), ``steps``
@@ -86,8 +87,8 @@ def progress_parts(view: View) -> dict[str, str]:
     parts: dict[str, str] = {}
     running = view.status in ("starting", "running")
     if view.kind == "eval":
-        parts["epoch"] = "evaluation"
-        parts["phase"] = "eval"
+        parts["epoch"] = w("evaluation")
+        parts["phase"] = w("eval")
         total = view.eval_steps if view.eval_steps is not None else "?"
         parts["steps"] = f"{view.eval_step}/{total}"
         parts["rate"] = rate(view.eval_rate)
@@ -96,8 +97,8 @@ def progress_parts(view: View) -> dict[str, str]:
     else:
         last = view.last_epoch if view.last_epoch is not None else "?"
         epoch = view.epoch if view.epoch is not None else "-"
-        parts["epoch"] = f"epoch {epoch}/{last}"
-        parts["phase"] = view.phase
+        parts["epoch"] = w("epoch_of", epoch=epoch, last=last)
+        parts["phase"] = w(view.phase)
         if view.phase == "eval":
             total = view.eval_steps if view.eval_steps is not None else "?"
             parts["steps"] = f"{view.eval_step}/{total}"
@@ -106,49 +107,47 @@ def progress_parts(view: View) -> dict[str, str]:
             parts["steps"] = f"{view.step_in_epoch}/{view.steps_per_epoch}"
             text = rate(view.rate)
             if view.samples_rate is not None:
-                text += " · " + rate(view.samples_rate, "samples")
+                text += " · " + rate(view.samples_rate, w("samples"))
             parts["rate"] = text
         eta = view.eta_train
         if running and view.eta_total is not None and view.eta_total != view.eta_train:
-            parts["eta_total"] = "total ETA " + ("~" if view.eta_total_estimated else "") + duration(view.eta_total)
+            parts["eta_total"] = w("total_eta", eta=("~" if view.eta_total_estimated else "") + duration(view.eta_total))
         else:
             parts["eta_total"] = ""
     # An ended run has no time left to predict.
     parts["time"] = f"{duration(view.elapsed)}<{duration(eta)}" if running else duration(view.elapsed)
-    parts["loss"] = f"loss {number(view.loss)}" if view.loss is not None else ""
-    parts["lr"] = f"lr {number(view.lr, 3)}" if view.lr is not None else ""
+    parts["loss"] = w("loss_value", value=number(view.loss)) if view.loss is not None else ""
+    parts["lr"] = w("lr_value", value=number(view.lr, 3)) if view.lr is not None else ""
     return parts
 
 
-def run_summary(view: View) -> str:
+def run_summary(view: View, w: Words = words) -> str:
     """One line about a finished (or running) run, for text/plain and logs."""
-    head = f"Training {view.status_text}" if view.kind == "train" else f"Evaluation {view.status_text}"
-    bits = []
+    status = w.say(view.status_text)
     if view.kind == "train":
-        bits.append(f"{view.epochs_done}/{view.epochs} epochs")
-        bits.append(f"{view.steps_done}/{view.total_steps} steps")
+        bits = [w("summary_train", status=status, epochs_done=view.epochs_done, epochs=view.epochs,
+                  steps_done=view.steps_done, total_steps=view.total_steps, elapsed=duration(view.elapsed))]
+        if view.elapsed > 0 and view.steps_done:
+            bits.append(rate(view.steps_done / view.elapsed))
     else:
         total = view.eval_steps if view.eval_steps is not None else "?"
-        bits.append(f"{view.eval_step}/{total} steps")
-    bits.append(f"in {duration(view.elapsed)}")
-    if view.kind == "train" and view.elapsed > 0 and view.steps_done:
-        bits.append(rate(view.steps_done / view.elapsed))
+        bits = [w("summary_eval", status=status, steps=f"{view.eval_step}/{total}", elapsed=duration(view.elapsed))]
     if view.loss is not None:
-        bits.append(f"loss {number(view.loss)}")
-    return f"{head}: " + ", ".join(bits)
+        bits.append(w("summary_loss", value=number(view.loss)))
+    return (", " if w.lang == "en" else "，").join(bits)
 
 
-def table_header(view: View) -> list[str]:
+def table_header(view: View, w: Words = words) -> list[str]:
     """Column titles of the metrics table."""
-    head = ["epoch", "step"] if view.kind == "train" else []
-    return head + list(view.columns) + ["time"]
+    head = [w("col_epoch"), w("col_step")] if view.kind == "train" else []
+    return head + list(view.columns) + [w("col_time")]
 
 
-def row_cells(view: View, row: Any) -> list[str]:
+def row_cells(view: View, row: Any, w: Words = words) -> list[str]:
     """The cells of one :class:`~nbcallback.widgets.state.EvalRow`, matching :func:`table_header`."""
     cells: list[str] = []
     if view.kind == "train":
-        cells.append("-" if row.epoch is None else str(row.epoch) + (" (partial)" if row.partial else ""))
+        cells.append("-" if row.epoch is None else str(row.epoch) + (" " + w("partial") if row.partial else ""))
         cells.append("-" if row.step is None else str(row.step))
     for name in view.columns:
         cells.append(metric(row.values[name]) if name in row.values else "")
@@ -156,12 +155,12 @@ def row_cells(view: View, row: Any) -> list[str]:
     return cells
 
 
-def text_table(view: View, rows: Sequence[Any] | None = None) -> list[str]:
+def text_table(view: View, rows: Sequence[Any] | None = None, w: Words = words) -> list[str]:
     """The metrics table as aligned plain-text lines (header first)."""
-    header = table_header(view)
-    body = [row_cells(view, row) for row in (view.rows if rows is None else rows)]
+    header = table_header(view, w)
+    body = [row_cells(view, row, w) for row in (view.rows if rows is None else rows)]
     if view.rows_omitted:
-        body.insert(view.omitted_after, [f"… {view.rows_omitted} rows omitted …"] + [""] * (len(header) - 1))
+        body.insert(view.omitted_after, [w("rows_omitted", count=view.rows_omitted)] + [""] * (len(header) - 1))
     widths = [len(h) for h in header]
     for cells in body:
         for i, cell in enumerate(cells):

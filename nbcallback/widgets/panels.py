@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from nbcallback.widgets.words import Words, words
+
 __all__ = ["COLORS", "STYLES", "Line", "Panel", "default_panels"]
 
 #: Colour slots: a JupyterLab CSS variable (so the live view follows the theme)
@@ -89,6 +91,7 @@ def default_panels(
     lr: bool = False,
     loss_positive: bool = True,
     extra: Sequence[Panel] = (),
+    w: Words = words,
 ) -> list[Panel]:
     """The panels of a run that evaluated ``metrics`` (names, in order seen).
 
@@ -101,18 +104,18 @@ def default_panels(
     * **learning rate** (``lr``: when it changed during the run), as steps;
     * then ``extra``.
     """
-    loss_lines = [Line("loss", "train", "train", "band")]
+    loss_lines = [Line("loss", w("legend_train"), "train", "band")]
     eval_loss = next((name for name in ("loss", "eval_loss") if name in metrics), None)
     if eval_loss is not None:
-        loss_lines.append(Line("eval:" + eval_loss, "eval", "eval", "points"))
-    panels = [Panel("loss", loss_lines, "log" if loss_positive else "linear")]
+        loss_lines.append(Line("eval:" + eval_loss, w("legend_eval"), "eval", "points"))
+    panels = [Panel(w("panel_loss"), loss_lines, "log" if loss_positive else "linear")]
     if groups:
         for title, names in groups.items():
             lines = [Line("eval:" + name, name, f"m{i % 4 + 1}", "points") for i, name in enumerate(names)]
             panels.append(Panel(title, lines))
     else:
         others = [name for name in metrics if name != eval_loss][:3]
-        panels += [Panel(name, [Line("eval:" + name, "eval", "eval", "points")]) for name in others]
+        panels += [Panel(name, [Line("eval:" + name, w("legend_eval"), "eval", "points")]) for name in others]
     if lr:
-        panels.append(Panel("learning rate", [Line("lr", "lr", "lr", "step")], "log"))
+        panels.append(Panel(w("panel_lr"), [Line("lr", w("legend_lr"), "lr", "step")], "log"))
     return panels + list(extra)

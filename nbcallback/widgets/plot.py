@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from nbcallback.widgets.panels import COLORS, Panel
 from nbcallback.widgets.state import PlotData
+from nbcallback.widgets.words import Words, words
 
 __all__ = ["render_png", "png_size", "cjk_fallback_fonts", "PANEL_WIDTH", "PANEL_HEIGHT"]
 
@@ -76,13 +77,53 @@ def _draw_line(ax: Any, line: Any, data: dict[str, list[Any]], color: str, log: 
         ax.plot(xs, ys, color=color, linewidth=1.2, marker="o", markersize=4.5, label=line.label)
     elif line.style == "step":
         ax.step(xs, ys, where="post", color=color, linewidth=1.6, label=line.label)
-        ax.plot(xs[1:], ys[1:], linestyle="none", marker="o", markersize=4, color=color)
+        changes = [i for i in range(1, len(ys)) if ys[i] != ys[i - 1]]
+        ax.plot([xs[i] for i in changes], [ys[i] for i in changes], linestyle="none", marker="o", markersize=4,
+                color=color)
     else:
         ax.plot(xs, ys, color=color, linewidth=1.6, label=line.label)
     return True
 
 
-def render_png(panels: Sequence[Panel], data: PlotData) -> bytes | None:
+def y_limits(panel: Panel, data: PlotData) -> tuple[float, float] | None:
+    """The panel's y range: everything's top, but the *lines'* bottom.
+
+    A band's per-step minima (an easy batch's loss of 1e-5) would otherwise
+    stretch the axis far below the curve anyone reads; the band is clipped
+    there instead.  A spike still shows: the top covers the band.
+    """
+    log = panel.scale == "log"
+    lows: list[float] = []
+    highs: list[float] = []
+    for line in panel.lines:
+        series = data.series.get(line.key)
+        if series is None:
+            continue
+        values = [v for v in series.get("y", []) if v is not None and (v > 0 or not log)]
+        lows += values
+        highs += values + [v for v in series.get("hi", []) if v is not None and (v > 0 or not log)]
+    if not lows:
+        return None
+    lo, hi = min(lows), max(highs)
+    if log:
+        return lo / 1.5, hi * 1.3
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
+    return lo - pad, hi + pad
+
+
+def _log_axis(ax: Any, limits: tuple[float, float] | None) -> None:
+    """A log y axis labelled 0.01, 0.02, 0.05 ... (no 10^x notation, no crowded minor labels)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    decades = math.log10(limits[1] / limits[0]) if limits else 3.0
+    subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs, numticks=20))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:.3g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> bytes | None:
     """The panels as a PNG (``None`` when no panel has data)."""
     from matplotlib.figure import Figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -102,16 +143,19 @@ def render_png(panels: Sequence[Panel], data: PlotData) -> bytes | None:
         ax = fig.add_subplot(rows, columns, index + 1)
         ax.set_facecolor("white")
         log = panel.scale == "log"
+        limits = y_limits(panel, data)
+        if log:
+            _log_axis(ax, limits)
         drawn = False
         for line in panel.lines:
             series = data.series.get(line.key)
             if series is not None:
                 drawn = _draw_line(ax, line, series, COLORS[line.color][1], log) or drawn
-        if log and drawn and ax.get_ylim()[0] > 0:
-            ax.set_yscale("log")
         for mark in data.epoch_marks:
             ax.axvline(mark, color=_MUTED, linewidth=0.8, linestyle=(0, (2, 3)), zorder=0)
         ax.set_xlim(x_lo, max(x_hi, x_lo + 1))
+        if limits is not None and limits[0] < limits[1]:
+            ax.set_ylim(*limits)
         ax.set_title(panel.title, fontsize=11, color=_TEXT, loc="left", pad=18, **text)
         ax.grid(True, color=_GRID, linewidth=0.7)
         ax.tick_params(labelsize=9.5, colors=_MUTED)
@@ -119,7 +163,7 @@ def render_png(panels: Sequence[Panel], data: PlotData) -> bytes | None:
             ax.spines[side].set_visible(False)
         for side in ("left", "bottom"):
             ax.spines[side].set_color(_GRID)
-        ax.set_xlabel("step", fontsize=9.5, color=_MUTED, **text)
+        ax.set_xlabel(w("axis_step"), fontsize=9.5, color=_MUTED, **text)
         handles, labels = ax.get_legend_handles_labels()
         if handles:  # above the data area, right-aligned: never over a line
             ax.legend(handles, labels, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(handles),

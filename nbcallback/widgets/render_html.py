@@ -20,8 +20,9 @@ from typing import Any
 
 from nbcallback.widgets import fmt
 from nbcallback.widgets.state import View
+from nbcallback.widgets.words import Words, words
 
-__all__ = ["payload", "snapshot_html", "snapshot_text", "snapshot_bundle", "plot_bundle", "PLOT_PENDING"]
+__all__ = ["payload", "snapshot_html", "snapshot_text", "snapshot_bundle", "plot_bundle"]
 
 _FONT = (
     "font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));"
@@ -51,12 +52,12 @@ def _bar(kind: str, label: str, value: float, maximum: float, tail: str) -> dict
             "text": " · ".join(p for p in (percent, tail) if p)}
 
 
-def _bars(view: View) -> list[dict[str, Any]]:
-    parts = fmt.progress_parts(view)
+def _bars(view: View, w: Words) -> list[dict[str, Any]]:
+    parts = fmt.progress_parts(view, w)
     if view.kind == "eval":
         total = view.eval_steps or max(view.eval_step, 1)
         tail = " · ".join(p for p in (parts["steps"], parts["rate"], parts["time"]) if p)
-        return [_bar("eval", "evaluation", view.eval_step, total, tail)]
+        return [_bar("eval", w("evaluation"), view.eval_step, total, tail)]
     spe = max(view.steps_per_epoch, 1)
     # The epoch bar includes the current epoch's share, so a stop mid-epoch reads the same on both bars.
     partial = view.step_in_epoch / spe if view.epochs_done < view.epochs and view.step_in_epoch < spe else 0.0
@@ -64,37 +65,43 @@ def _bars(view: View) -> list[dict[str, Any]]:
     bars = [_bar("epoch", parts["epoch"], view.epochs_done + partial, max(view.epochs, 1), epoch_tail)]
     if view.phase == "eval":
         total = view.eval_steps or max(view.eval_step, 1)
-        bars.append(_bar("eval", "eval", view.eval_step, total, " · ".join((parts["steps"], parts["rate"]))))
+        bars.append(_bar("eval", w("eval"), view.eval_step, total, " · ".join((parts["steps"], parts["rate"]))))
     else:
         tail = " · ".join(p for p in (parts["steps"], parts["rate"], parts["time"]) if p)
-        bars.append(_bar("train", "train", view.step_in_epoch, spe, tail))
+        bars.append(_bar("train", w("train"), view.step_in_epoch, spe, tail))
     return bars
 
 
-def _status(view: View) -> dict[str, str]:
-    text = view.status_text
+def _lr_note(view: View, w: Words) -> str:
+    if not view.lr_changes:
+        return ""
+    step, lr = view.lr_changes[-1]
+    return w("lr_set", lr=fmt.number(lr, 3), step=step)
+
+
+def _status(view: View, w: Words) -> dict[str, str]:
+    text = w.say(view.status_text)
     if view.status == "running" and view.phase == "eval" and view.kind == "train":
-        text = "running (validation)"
-    note = ""
-    if view.lr_changes:
-        step, lr = view.lr_changes[-1]
-        note = f"lr set to {fmt.number(lr, 3)} at step {step}"
+        text = w("running_validation")
+    note = _lr_note(view, w)
     return {"state": view.status, "text": (_MARKS.get(view.status, "") + " " + text).strip(), "note": note}
 
 
-def _table(view: View) -> dict[str, Any] | None:
+def _table(view: View, w: Words) -> dict[str, Any] | None:
     if not view.rows:
         return None
-    rows = [fmt.row_cells(view, row) for row in view.rows]
+    rows = [fmt.row_cells(view, row, w) for row in view.rows]
     if view.rows_omitted:
-        rows.insert(view.omitted_after, [f"… {view.rows_omitted} rows omitted …"])
+        rows.insert(view.omitted_after, [w("rows_omitted", count=view.rows_omitted)])
     caption = ""
     if view.rows_total > len(view.rows) + view.rows_omitted:
-        caption = f"last {len(view.rows)} of {view.rows_total} evaluations"
-    return {"header": fmt.table_header(view), "rows": rows, "caption": caption}
+        caption = w("last_rows", shown=len(view.rows), total=view.rows_total)
+    return {"header": fmt.table_header(view, w), "rows": rows, "caption": caption}
 
 
-def payload(view: View, parts: frozenset[str], *, hint: str = "", status: bool = True) -> dict[str, Any]:
+def payload(
+    view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, w: Words = words
+) -> dict[str, Any]:
     """The front end's ``view`` dict (without series): ``status``, ``bars``, ``table``, ``hint``.
 
     Args:
@@ -102,12 +109,13 @@ def payload(view: View, parts: frozenset[str], *, hint: str = "", status: bool =
         parts: what this callback shows (``progress``, ``table``, ``plot``, ``controls``).
         hint: a short line on how to stop (shown once, small).
         status: False leaves the status out (a plot beside a progress bar: one status line).
+        w: the message table (the language).
     """
     shown = parts & {"progress", "table"}
     return {
-        "status": _status(view) if status else None,
-        "bars": _bars(view) if "progress" in shown else [],
-        "table": _table(view) if shown else None,
+        "status": _status(view, w) if status else None,
+        "bars": _bars(view, w) if "progress" in shown else [],
+        "table": _table(view, w) if shown else None,
         "hint": hint,
     }
 
@@ -140,9 +148,9 @@ def _table_html(table: dict[str, Any]) -> str:
     )
 
 
-def snapshot_html(view: View, parts: frozenset[str], *, status: bool = True) -> str:
+def snapshot_html(view: View, parts: frozenset[str], *, status: bool = True, w: Words = words) -> str:
     """The final static HTML: bars, status, error and the whole (capped) table, then a summary line."""
-    data = payload(view, parts | ({"table"} if "progress" in parts else set()), status=status)
+    data = payload(view, parts | ({"table"} if "progress" in parts else set()), status=status, w=w)
     blocks = [_bar_html(bar) for bar in data["bars"]]
     if data["status"] is not None:
         state = data["status"]
@@ -155,55 +163,57 @@ def snapshot_html(view: View, parts: frozenset[str], *, status: bool = True) -> 
     if data["table"] is not None:
         blocks.append(_table_html(data["table"]))
     if data["status"] is not None:
-        blocks.append(f'<div style="opacity:.7;font-size:12px">{_esc(fmt.run_summary(view))}</div>')
+        blocks.append(f'<div style="opacity:.7;font-size:12px">{_esc(fmt.run_summary(view, w))}</div>')
     return f'<div class="nbc-snapshot" style="{_FONT}">{"".join(blocks)}</div>'
 
 
-def snapshot_text(view: View, parts: frozenset[str], has_plot: bool = False, max_rows: int = 10) -> str:
+def snapshot_text(
+    view: View, parts: frozenset[str], has_plot: bool = False, max_rows: int = 10, w: Words = words
+) -> str:
     """The snapshot's ``text/plain``: a summary line, the progress line and the last rows.
 
     This is what terminals, nbval and viewers without HTML show, so it must
     say what happened on its own (tqdm saves its bar as it was at display time:
     usually 0 %).
     """
-    lines = [fmt.run_summary(view)]
+    lines = [fmt.run_summary(view, w)]
     if view.error:
         lines.append(view.error)
     if view.lr_changes:
-        step, lr = view.lr_changes[-1]
-        lines.append(f"lr set to {fmt.number(lr, 3)} at step {step}")
+        lines.append(_lr_note(view, w))
     if view.rows and ("table" in parts or "progress" in parts or "plot" in parts):
         rows = view.rows[-max_rows:]
         shown = dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0)
-        lines += fmt.text_table(shown)
+        lines += fmt.text_table(shown, w=w)
         if view.rows_total > len(rows):
-            lines.append(f"(last {len(rows)} of {view.rows_total} evaluations)")
+            lines.append(w("last_rows_text", shown=len(rows), total=view.rows_total))
     if has_plot:
-        lines.append("(loss plot: the PNG output below)")
+        lines.append(w("plot_below"))
     return "\n".join(lines)
 
 
-def snapshot_bundle(view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True) -> dict[str, str]:
+def snapshot_bundle(
+    view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True, w: Words = words
+) -> dict[str, str]:
     """The mime bundle that replaces the live view at the end of a run (the plot comes separately)."""
-    return {"text/html": snapshot_html(view, parts, status=status), "text/plain": snapshot_text(view, parts, has_plot)}
+    return {"text/html": snapshot_html(view, parts, status=status, w=w),
+            "text/plain": snapshot_text(view, parts, has_plot, w=w)}
 
 
-#: The ``text/plain`` of the plot's output slot before the final plot exists (static display modes).
-PLOT_PENDING = "(loss plot: drawn here when the run ends)"
-
-
-def plot_bundle(view: View, png: bytes | None, css_width: int | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+def plot_bundle(
+    view: View, png: bytes | None, css_width: int | None = None, w: Words = words
+) -> tuple[dict[str, str], dict[str, Any]]:
     """The plot's own output at the end of a run, and its metadata (the PNG's CSS width: it has 2x pixels)."""
     if not png:
         if view.kind == "eval":
-            text = "(no loss plot: an evaluation run has no training curve)"
+            text = w("no_plot_eval")
         elif not view.steps_done and not view.rows:
-            text = "(no loss plot: no training step was recorded)"
+            text = w("no_plot_steps")
         else:
-            text = "(no loss plot: it could not be drawn, see the warning above)"
+            text = w("no_plot_failed")
         return {"text/plain": text}, {}
     metadata = {"image/png": {"width": css_width}} if css_width else {}
     return {
         "image/png": base64.b64encode(png).decode("ascii"),
-        "text/plain": f"<loss plot, PNG: {fmt.run_summary(view)}>",
+        "text/plain": w("plot_alt", summary=fmt.run_summary(view, w)),
     }, metadata

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from nbcallback.widgets import fmt
 from nbcallback.widgets.state import View
+from nbcallback.widgets.words import Words, words
 
 __all__ = ["TTYRenderer", "LogRenderer", "NullRenderer"]
 
@@ -46,8 +47,9 @@ class NullRenderer:
 
 
 class _TextBase(NullRenderer):
-    def __init__(self, parts: frozenset[str], stream: TextIO | None = None) -> None:
+    def __init__(self, parts: frozenset[str], stream: TextIO | None = None, w: Words = words) -> None:
         self.parts = parts
+        self.w = w
         self._stream = stream
         self.saved_to: str | None = None
 
@@ -61,9 +63,9 @@ class _TextBase(NullRenderer):
         stream.flush()
 
     def _progress_line(self, view: View, bar_width: int = 0) -> str:
-        parts = fmt.progress_parts(view)
+        parts = fmt.progress_parts(view, self.w)
         if view.kind == "eval":
-            head = "eval"
+            head = self.w("eval")
         else:
             head = f"{parts['epoch']} {parts['phase']}"
         bar = ""
@@ -78,26 +80,25 @@ class _TextBase(NullRenderer):
         return f"{head}{bar} {' '.join(bits[:1])} [{', '.join(bits[1:])}]" + (f" {tail}" if tail else "")
 
     def _epoch_line(self, view: View) -> str:
-        bits = [f"epoch {view.epoch}/{view.last_epoch if view.last_epoch is not None else '?'}"]
+        bits = [self.w("epoch_of", epoch=view.epoch, last=view.last_epoch if view.last_epoch is not None else "?")]
         if view.loss is not None:
-            bits.append(f"loss {fmt.number(view.loss)}")
+            bits.append(self.w("loss_value", value=fmt.number(view.loss)))
         if view.rows and view.rows[-1].epoch == view.epoch:
             row = view.rows[-1]
             values = " ".join(f"{name} {fmt.metric(value)}" for name, value in row.values.items())
-            bits.append(values + (" (partial)" if row.partial else ""))
+            bits.append(values + (" " + self.w("partial") if row.partial else ""))
         bits.append(fmt.duration(view.elapsed))
         return " · ".join(bits)
 
     def _final_lines(self, view: View, png: bytes | None) -> list[str]:
         if "progress" not in self.parts and "table" not in self.parts:
             # A plot-only callback: the progress callbacks print the summary.
-            return [f"loss plot: {self.saved_to}" if self.saved_to else "loss plot: not shown in text mode "
-                    "(pass save_path=... to keep the PNG)"]
-        lines = [fmt.run_summary(view)]
+            return [self.w("text_plot_saved", path=self.saved_to) if self.saved_to else self.w("text_plot_none")]
+        lines = [fmt.run_summary(view, self.w)]
         if view.error:
             lines.append(view.error)
         if view.rows and "table" in self.parts:
-            lines += fmt.text_table(view)
+            lines += fmt.text_table(view, w=self.w)
         return lines
 
 
@@ -124,8 +125,8 @@ class TTYRenderer(_TextBase):
 
     text_interval = 0.25
 
-    def __init__(self, parts: frozenset[str], stream: TextIO | None = None) -> None:
-        super().__init__(parts, stream)
+    def __init__(self, parts: frozenset[str], stream: TextIO | None = None, w: Words = words) -> None:
+        super().__init__(parts, stream, w)
         self._last_len = 0
 
     def _rewrite(self, line: str, newline: bool = False) -> None:
@@ -168,8 +169,10 @@ class LogRenderer(_TextBase):
         log_interval: seconds between two progress lines within an epoch.
     """
 
-    def __init__(self, parts: frozenset[str], stream: TextIO | None = None, log_interval: float = 30.0) -> None:
-        super().__init__(parts, stream)
+    def __init__(
+        self, parts: frozenset[str], stream: TextIO | None = None, log_interval: float = 30.0, w: Words = words
+    ) -> None:
+        super().__init__(parts, stream, w)
         if log_interval <= 0:
             raise ValueError(f"log_interval must be > 0, got {log_interval!r}")
         self.text_interval = float(log_interval)
@@ -200,10 +203,10 @@ class LogRenderer(_TextBase):
         if kind == "start" and not self._started:
             self._started = True
             if view.kind == "eval":
-                self._write(f"evaluation: {view.eval_steps or '?'} steps\n")
+                self._write(self.w("log_evaluation", steps=view.eval_steps or "?") + "\n")
             else:
-                extra = " with validation" if view.validates else ""
-                self._write(f"training: {view.epochs} epochs x {view.steps_per_epoch} steps{extra}\n")
+                extra = self.w("log_with_validation") if view.validates else ""
+                self._write(self.w("log_training", epochs=view.epochs, steps=view.steps_per_epoch) + extra + "\n")
         elif kind == "epoch_end":
             self._write(self._epoch_line(view) + "\n")
 

@@ -34,13 +34,14 @@ import traitlets
 
 from nbcallback.widgets.controls import release_comm_routing, valid_lr
 from nbcallback.widgets.panels import COLORS, Panel
-from nbcallback.widgets.render_html import PLOT_PENDING, payload, plot_bundle, snapshot_bundle
+from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.state import TrainingState, View
+from nbcallback.widgets.words import Words, words
 
 __all__ = ["DashboardWidget", "WidgetRenderer", "StaticRenderer"]
 
 STATIC = Path(__file__).parent / "static"
-_LABELS = {"stop": "Stop", "stopping": "stopping…", "lr": "lr", "apply": "set", "step": "step"}
+_LABELS = {"stop": "stop", "stopping": "stopping", "lr": "lr", "apply": "apply", "step": "axis_step"}
 
 #: Builds the panels from the plot's facts (``metrics``, ``loss_positive``, ``lr_changed``).
 PanelsFor = Callable[[dict[str, Any]], "list[Panel]"]
@@ -102,6 +103,7 @@ class WidgetRenderer:
         panels_for: the panels for the plot's facts (only with ``plot``).
         on_stop, on_lr: the control handlers (only with ``controls``).
         hint: the one line on how to stop.
+        w: the message table (the language).
     """
 
     text_interval = 0.25
@@ -114,8 +116,10 @@ class WidgetRenderer:
         on_stop: Callable[[], None] | None = None,
         on_lr: Callable[[float], None] | None = None,
         hint: str = "",
+        w: Words = words,
     ) -> None:
         self.parts = parts
+        self.w = w
         self.panels_for = panels_for
         self.on_stop = on_stop
         self.on_lr = on_lr
@@ -135,11 +139,11 @@ class WidgetRenderer:
             "x_range": plot["x_range"],
             "epoch_marks": plot["epoch_marks"],
             "colors": {name: list(pair) for name, pair in COLORS.items()},
-            "labels": dict(_LABELS),
+            "labels": {name: self.w(key) for name, key in _LABELS.items()},
         }
 
     def _data(self, view: View, state: TrainingState, status: bool, full: bool = False) -> tuple[dict[str, Any], Any]:
-        data = payload(view, self.parts, hint=self.hint, status=status)
+        data = payload(view, self.parts, hint=self.hint, status=status, w=self.w)
         spec = None
         if "controls" in self.parts:
             data["controls"] = {"enabled": view.status in ("starting", "running"), "lr": view.lr}
@@ -189,7 +193,7 @@ class WidgetRenderer:
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         """Replace the live view with the snapshot and the final PNG; close the widget."""
         widget, self.widget = self.widget, None
-        bundle = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status)
+        bundle = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w)
         try:
             if self._marimo is not None:
                 self._finish_marimo(bundle, png)
@@ -199,10 +203,10 @@ class WidgetRenderer:
                 if self.parts & {"progress", "table"} or status:
                     self._handle.update(bundle, raw=True)
                     if png is not None:
-                        image, metadata = plot_bundle(view, png, css_width)
+                        image, metadata = plot_bundle(view, png, css_width, self.w)
                         display(image, raw=True, metadata=metadata)
                 else:  # a plot alone: the PNG takes the widget's place
-                    image, metadata = plot_bundle(view, png, css_width)
+                    image, metadata = plot_bundle(view, png, css_width, self.w)
                     self._handle.update(image if png is not None else bundle, raw=True, metadata=metadata)
         finally:
             if widget is not None:
@@ -227,8 +231,9 @@ class StaticRenderer:
 
     text_interval = 1.0
 
-    def __init__(self, parts: frozenset[str], live: bool = True, interval: float = 1.0) -> None:
+    def __init__(self, parts: frozenset[str], live: bool = True, interval: float = 1.0, w: Words = words) -> None:
         self.parts = parts
+        self.w = w
         self.live = live
         self.text_interval = float(interval)
         self.saved_to: str | None = None
@@ -239,13 +244,14 @@ class StaticRenderer:
         from IPython.display import display
 
         if self.live:
-            self._handle = display(snapshot_bundle(view, self.parts, status=status), raw=True, display_id=True)
+            self._handle = display(snapshot_bundle(view, self.parts, status=status, w=self.w), raw=True,
+                                   display_id=True)
             if "plot" in self.parts:
-                self._plot_handle = display({"text/plain": PLOT_PENDING}, raw=True, display_id=True)
+                self._plot_handle = display({"text/plain": self.w("plot_pending")}, raw=True, display_id=True)
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:
         if self._handle is not None:
-            self._handle.update(snapshot_bundle(view, self.parts, status=status), raw=True)
+            self._handle.update(snapshot_bundle(view, self.parts, status=status, w=self.w), raw=True)
 
     def event(self, kind: str, view: View) -> None:
         """Run events need no output of their own: the next update carries them."""
@@ -253,8 +259,8 @@ class StaticRenderer:
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         from IPython.display import display
 
-        bundle = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status)
-        image, metadata = plot_bundle(view, png, css_width)
+        bundle = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w)
+        image, metadata = plot_bundle(view, png, css_width, self.w)
         if self._handle is not None:
             self._handle.update(bundle, raw=True)
         else:

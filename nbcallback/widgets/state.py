@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from nbcallback.widgets.series import Buckets, Cursor, Points
+from nbcallback.widgets.words import Msg
 
 __all__ = ["EvalRow", "PlotData", "TrainingState", "View", "STATUSES"]
 
@@ -232,7 +233,7 @@ class TrainingState:
         with self._lock:
             self._kind = "train"
             self._status = "starting"
-            self._status_text = "starting"
+            self._status_text: str = Msg("starting")
             self._phase = "train"
             self._t_start: float | None = None
             self._t_end: float | None = None
@@ -303,7 +304,7 @@ class TrainingState:
             self.reset()
             self._kind = kind
             self._status = "running"
-            self._status_text = "running" if kind == "train" else "evaluating"
+            self._status_text = Msg("running") if kind == "train" else Msg("evaluating")
             self._phase = kind
             self._t_start = now
             self._epochs = max(0, int(epochs))
@@ -499,7 +500,7 @@ class TrainingState:
             if self._t_start is None:
                 self._t_start = now
             self._status = status
-            self._status_text = text or status
+            self._status_text = text or (Msg(status) if status == "finished" else status)
             self._error = error
             self._t_end = now
             if self._t_eval_start is not None and self._phase == "eval" and self._kind == "train" and not self._eval_cut:
@@ -718,14 +719,24 @@ class TrainingState:
             found["lr"] = self._lr_series
         return found
 
+    def _lr_tail(self) -> dict[str, float] | None:
+        last = self._lr_series.x[-1] if len(self._lr_series) else None
+        if last is None or self._lr is None or self._global <= last:
+            return None
+        return {"x": float(self._global), "y": self._lr}
+
     def plot_data(self) -> PlotData:
         """Every point of every series (at most ``max_points`` each), for the final PNG."""
         with self._lock:
             x_range, marks = self._plan()
+            series = {key: s.points() for key, s in self._all_series().items()}
+            tail = self._lr_tail()
+            if tail is not None:
+                series["lr"] = {"x": series["lr"]["x"] + [tail["x"]], "y": series["lr"]["y"] + [tail["y"]]}
             return PlotData(
                 x_range=x_range,
                 epoch_marks=marks,
-                series={key: series.points() for key, series in self._all_series().items()},
+                series=series,
                 metrics=tuple(self._evals),
                 loss_positive=self._loss_positive,
                 lr_changed=len(self._lr_series) > 1,
@@ -745,6 +756,10 @@ class TrainingState:
                 delta, held[key] = series.delta(held.get(key) if cursors is not None else None)
                 if delta is not None:
                     deltas[key] = delta
+            lr_tail = self._lr_tail()
+            if lr_tail is not None:  # the lr line runs on to the current step
+                deltas.setdefault("lr", {"gen": self._lr_series.gen, "start": len(self._lr_series), "x": [],
+                                         "y": []})["tail"] = lr_tail
             return {"x_range": list(x_range), "epoch_marks": list(marks), "metrics": list(self._evals),
                     "loss_positive": self._loss_positive, "lr_changed": len(self._lr_series) > 1,
                     "series": deltas}, held
