@@ -649,7 +649,7 @@ _JS_HELPERS = r"""
     return {
       live: node.querySelectorAll('.nbc-dash').length,
       bars,
-      statuses: [...node.querySelectorAll('.nbc-status')].map(s => ({state: s.dataset.state || null, text: txt(s)})),
+      statuses: [...node.querySelectorAll('.nbc-status')].map(s => ({state: s.dataset.state || null, text: txt(s), visible: nbt.visible(s)})),
       notes: [...node.querySelectorAll('.nbc-note')].map(txt),
       panels: [...node.querySelectorAll('.nbc-panel')].map(p => p.dataset.title),
       controls: !!node.querySelector('.nbc-controls'),

@@ -68,6 +68,9 @@ def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
     written.append(nb.screenshot("readme_progress", out / "progressbar-finished.png"))
 
     cell = "readme_dashboard"
+    # Drawn in Dark from the start, then switched to Light: after a switch from Light to Dark the live
+    # panels keep a stale width until the kernel's next update (a paused run sends none).
+    nb.set_theme(DARK)
     nb.start(cell)
     nb.poll(cell, lambda r: r["live"] > 0 and r["controls"] and _steps(r) > 0, 300, what="live training",
             while_running=True)
@@ -83,7 +86,7 @@ def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
     nb.page.mouse.move(0, 0)
     nb.page.wait_for_timeout(500)  # the last refresh before the pause is drawn
     try:
-        shots = nb.theme_shots(cell, {LIGHT: out / "dashboard-live.png", DARK: out / "dashboard-live-dark.png"})
+        shots = nb.theme_shots(cell, {DARK: out / "dashboard-live-dark.png", LIGHT: out / "dashboard-live.png"})
         written += [shot["shot"] for shot in shots.values()]
         stop = nb.output(cell).locator("button.nbc-stop")
         stop.scroll_into_view_if_needed()
