@@ -4,8 +4,9 @@
   settings and runtime folders, serving a temporary root that holds the tests'
   own notebook (:func:`harness.write_notebook`: nothing in ``notebooks/`` is
   opened or saved).  Its kernels download MNIST from the loopback mirror
-  (``NBCALLBACK_MNIST_URL``) into a temporary ``NBCALLBACK_DATA``.  Stopped by its PID at the end (kernels shut
-  down first; any kernel process left is killed by its PID and fails the run).
+  (``NBCALLBACK_MNIST_URL``) into a temporary ``NBCALLBACK_DATA``.  Stopped
+  by its PID at the end (kernels shut down first; any kernel process left is
+  killed by its PID and fails the run).
 * ``browser`` (session): headless ``/usr/bin/chromium`` through Playwright.
 * ``notebook`` (module): a page with the route guard, the notebook open, the
   kernel idle and the setup cell run (full MNIST: 938 steps of 64; a 12,000

@@ -13,9 +13,9 @@ Four pieces, used by ``conftest.py``, the tests and ``update_readme_screenshots.
   whose URL is not on the lab's origin is aborted and recorded, and every
   websocket URL is recorded, so a test can assert that nothing left 127.0.0.1.
 * :func:`write_notebook` writes the tests' own small notebook (:data:`CELLS`,
-  made with nbformat): MNIST from the loopback mirror, a tiny MLP, result
+  made with nbformat): MNIST from the loopback mirror, the tutorial's MLP, result
   files the cells write (kernel-side facts are read from those, never from the
-  page), and a :data:`Gate` callback that pauses a run at a chosen step until
+  page), and a ``Gate`` callback that pauses a run at a chosen step until
   the test releases it, so a live view can be inspected at leisure.
 * :class:`NotebookDriver` drives that notebook through ``window.jupyterapp``
   (the server runs with ``expose_app_in_browser``): it runs one cell without
