@@ -201,7 +201,7 @@ def main(out_dir: str = "js-preview") -> None:
             _open(page, f"{url}?at=2000&width=420", errors)
             page.screenshot(path=str(out / "dashboard-narrow-running.png"), full_page=True)
             sent = _controls(page)
-            assert sent == [{"type": "hello"}, {"type": "lr", "value": 0.002}, {"type": "stop"}], sent
+            assert sent == [{"type": "lr", "value": 0.002}, {"type": "stop"}], sent
             print("sent:", sent)
             _open(page, f"{url}?theme=marimo-dark&at=2400", errors)
             page.screenshot(path=str(out / "dashboard-marimo-dark-fallbacks.png"), full_page=True)

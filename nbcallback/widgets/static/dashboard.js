@@ -667,8 +667,9 @@ function render({ model, el }) {
     ? new ResizeObserver(() => root.clientWidth !== width && ((width = root.clientWidth), schedule()))
     : null;
   ro?.observe(root);
-  store.lastHello = Date.now();
-  model.send({ type: "hello" });
+  // No hello here: the model-level store already holds every update since the widget was created.
+  // A reloaded page gets only the last update, finds a gap and asks then (applyView). A message from
+  // the page during a run makes JupyterLab show the kernel idle (it takes the subshell's status).
   draw();
   return () => {
     store.listeners.delete(schedule);
