@@ -26,8 +26,8 @@ order; each drives its own cell:
 8. (new kernel) Light and Dark themes: screenshots of the live dashboard and
    of its final snapshot; the panel text colour follows the theme and stays
    readable (contrast > 4.5, drawn at >= 11 px).
-9. (new kernel) JupyterLab shows the kernel busy while a foreground ``fit``
-   with a Dashboard runs (the view's messages are handled on a subshell).
+9. JupyterLab shows the kernel busy while a foreground ``fit`` with a
+   Dashboard runs and nobody clicks (the view sends nothing unprompted).
 
 Every test also checks that no output shows "Error displaying widget" or
 "model not found", that the page raised no JavaScript error, and that the
@@ -490,18 +490,16 @@ def test_dashboard_follows_light_and_dark_themes(notebook: harness.NotebookDrive
 # ---------------------------------------------------------------------- 9. busy
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="JupyterLab 4.6 takes the busy/idle status that ipykernel 7.4 publishes for messages handled off the "
-    "main shell as the kernel's status: the view's hello (comm_msg on the widget comm target's subshell) and, "
-    "first in a kernel, the create_subshell_request JupyterLab sends for that subshell; the idle that follows "
-    "stays until the cell ends (seen in the page's iopub log). Verified workaround: the server setting "
-    "MappingKernelManager.untracked_message_types + ['comm_msg', 'create_subshell_request']; a view that sends "
-    "no message during a run (hello only on a gap or a reloaded page) should avoid it too (not verified).",
-)
 def test_kernel_shows_busy_during_a_foreground_fit(notebook: harness.NotebookDriver) -> None:
     """The issue's "JupyterLab shows the kernel Idle during a foreground fit with a Dashboard": the page
-    must say busy while the cell trains, whatever messages the view exchanges on a kernel subshell."""
+    must say busy while the cell trains.
+
+    JupyterLab 4.6 takes the busy/idle status that ipykernel 7.4 publishes for a message handled on a
+    subshell (a comm message from the view, and first in a kernel the ``create_subshell_request`` for the
+    widget comm target's subshell) as the kernel's status, so the view must send nothing to a busy kernel
+    unless the user acts (Stop, lr).  Server-side, adding ``comm_msg`` and ``create_subshell_request`` to
+    ``MappingKernelManager.untracked_message_types`` keeps the status right even then (checked by hand).
+    """
     nb = notebook
     nb.ensure("setup")  # after test 7 this is a new kernel
     cell = "gated_dashboard"
