@@ -37,7 +37,13 @@ import torch
 from nbcallback.train.callback import Callback, RunContext
 from nbcallback.widgets.clock import CheckScheduler, Clock, Throttle, monotonic
 from nbcallback.widgets.controls import SHARED_KEY, RunShared, apply_learning_rate, valid_lr
-from nbcallback.widgets.env import DISPLAY_MODES, describe_frontend_support, kernel_supports_subshells, resolve_display
+from nbcallback.widgets.env import (
+    DISPLAY_MODES,
+    describe_frontend_support,
+    host,
+    kernel_supports_subshells,
+    resolve_display,
+)
 from nbcallback.widgets.panels import Panel, default_panels
 from nbcallback.widgets.render_text import LogRenderer, NullRenderer, TTYRenderer
 from nbcallback.widgets.state import TrainingState, View
@@ -223,9 +229,10 @@ class LiveCallback(Callback):
 
     def _prepare_process(self) -> None:
         """In a notebook kernel, import what the display needs when the callback is
-        created (anywidget, and matplotlib for the final PNG: 0.3-1 s the first
-        time, as ``tqdm.notebook`` pays at import), so no run pays it.  Nothing
-        happens anywhere else, and nothing here can fail the callback.
+        created (anywidget; matplotlib and its fonts for the final PNG: 0.5-1 s
+        once per kernel, as ``tqdm.notebook`` pays at import), so the end of a
+        run does not pay it.  Nothing happens anywhere else, and nothing here
+        can fail the callback.
         """
         try:
             rank = int(os.environ.get("RANK", "0") or 0)
@@ -234,10 +241,10 @@ class LiveCallback(Callback):
             import nbcallback.widgets.render_widget  # noqa: F401  (anywidget, ipywidgets)
 
             if "plot" in self._PARTS:
-                import nbcallback.widgets.plot  # noqa: F401
-                import matplotlib.backends.backend_agg  # noqa: F401
-                import matplotlib.figure  # noqa: F401
-        except (ImportError, OSError, ValueError):  # reported when the run opens its view
+                from nbcallback.widgets.plot import warm_up
+
+                warm_up()
+        except (ImportError, OSError, ValueError, RuntimeError):  # reported when the run opens its view
             return
 
     # ------------------------------------------------------------------ run bookkeeping
@@ -334,9 +341,13 @@ class LiveCallback(Callback):
 
             support = describe_frontend_support(mode, self._background, kernel_supports_subshells())
             with_controls = "controls" in parts and bool(support["controls"])
-            shows_stop = "controls" in parts or "progress" in parts
-            shown = support["hint"] and shows_stop and (with_controls or self.graceful_interrupt)
-            hint = self.words(str(support["hint"])) if shown else ""
+            if "controls" in parts:
+                key = str(support["hint"]) if with_controls or self.graceful_interrupt else ""
+            elif "progress" in parts and self.graceful_interrupt and not self._background:
+                key = "hint_marimo" if host() == "marimo" else "hint_interrupt"  # no Stop button to mention
+            else:
+                key = ""
+            hint = self.words(key) if key else ""
             return WidgetRenderer(
                 parts if with_controls else parts - {"controls"},
                 panels_for=self._panels_for,

@@ -618,14 +618,20 @@ function drawPanels(box, panels, spec, store, cache) {
     cache.items = titles.map(makePanelBox);
     box.replaceChildren(...cache.items.map((p) => p.box));
   }
+  let unsized = false;
   list.forEach((panel, k) => {
     const p = cache.items[k];
+    if (!p.box.clientWidth && p.drawn) {
+      unsized = true; // laid out at width 0 for a moment (a theme switch hides the output): keep the old picture
+      return;
+    }
     const width = Math.max(200, Math.round(p.box.clientWidth || 480));
     p.stepWord = spec.labels?.step ?? "step";
     p.drawn = drawPanel(panel, spec, store, width, p.clipId);
     p.box.replaceChildren(p.drawn.svg, p.tip);
     hover(p, p.mx, p.stepWord);
   });
+  return unsized;
 }
 
 // ---------------------------------------------------------------- render
@@ -653,8 +659,14 @@ function render({ model, el }) {
       ctl ??= buildControls(ui.controls, model, spec.labels ?? {});
       updateControls(ctl, view.controls, view.status?.state);
     } else ui.controls.hidden = true;
-    if (show("plot", ui.panels)) drawPanels(ui.panels, spec.panels, spec, store, cache);
+    // A panel without a width yet is drawn again on a later frame, at its real width (else its
+    // viewBox would be scaled and the 11 px text shrink).
+    if (show("plot", ui.panels) && drawPanels(ui.panels, spec.panels, spec, store, cache)) later();
     if (show("table", ui.table)) drawTable(ui.table, view.table);
+  };
+  let retry = null;
+  const later = () => {
+    retry ??= setTimeout(() => ((retry = null), schedule()), 100);
   };
 
   let frame = null;
@@ -674,6 +686,7 @@ function render({ model, el }) {
   return () => {
     store.listeners.delete(schedule);
     if (frame !== null) cancelRaf(frame);
+    if (retry !== null) clearTimeout(retry);
     ro?.disconnect();
     root.remove();
   };
