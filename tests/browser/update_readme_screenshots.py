@@ -8,7 +8,10 @@ rate typed in its box, paused by the notebook's ``Gate`` in the fourth epoch:
 the live dashboard in JupyterLab Light and Dark, then Stop, and its static
 snapshot in both themes.  No notebook under ``notebooks/`` is opened or saved.
 
-    python tests/browser/update_readme_screenshots.py [--out notebooks/screenshots]
+    python tests/browser/update_readme_screenshots.py [--out notebooks/screenshots] [--lang zh_CN]
+
+``--lang zh_CN`` runs the kernel with ``NBCALLBACK_LANG=zh_CN`` (the widgets in Simplified Chinese,
+for README.zh-CN.md) and adds ``-zh_CN`` to every file name.
 
 Files written (PNG, reduced to a 256-colour palette when Pillow is there):
 
@@ -70,7 +73,12 @@ def _redraw(nb: harness.NotebookDriver) -> None:
     nb.page.wait_for_timeout(300)
 
 
-def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
+def _capture(nb: harness.NotebookDriver, out: Path, lang: str = "en") -> list[Path]:
+    from nbcallback.widgets.words import Words
+
+    words = Words(lang)
+    suffix = "" if lang == "en" else f"-{lang}"
+    named = lambda name: out / name.replace(".png", f"{suffix}.png")  # noqa: E731
     written: list[Path] = []
     result = nb.run("setup", timeout=600)
     if result["errors"]:
@@ -79,7 +87,7 @@ def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
     if nb.run("readme_progress", timeout=600)["errors"]:
         raise RuntimeError("the ProgressBar cell failed")
     nb.poll("readme_progress", lambda r: not r["live"] and bool(r["snapshots"]), 60, what="the finished snapshot")
-    written.append(nb.screenshot("readme_progress", out / "progressbar-finished.png"))
+    written.append(nb.screenshot("readme_progress", named("progressbar-finished.png")))
 
     cell = "readme_dashboard"
     nb.start(cell)
@@ -89,11 +97,10 @@ def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
     box.scroll_into_view_if_needed()
     box.fill(LR_TEXT)
     box.press("Enter")
-    nb.poll(cell, lambda r: any(f"lr set to {LR_TEXT}" in (s["text"] or "") for s in r["statuses"])
-            or any(f"lr set to {LR_TEXT}" in (n or "") for n in r["notes"]), 60, what="the lr change",
+    nb.poll(cell, lambda r: any(LR_TEXT in (n or "") for n in r["notes"]), 60, what="the lr change",
             while_running=True)
     nb.wait_paused(cell)
-    nb.poll(cell, lambda r: "learning rate" in r["panels"] and _steps(r) > 0, 30, what="the learning-rate panel")
+    nb.poll(cell, lambda r: words("panel_lr") in r["panels"] and _steps(r) > 0, 30, what="the learning-rate panel")
     nb.page.mouse.move(0, 0)
     nb.page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no focus ring in the shot
     nb.page.wait_for_timeout(500)  # the last refresh before the pause is drawn
@@ -101,7 +108,7 @@ def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
         for theme, name in ((LIGHT, "dashboard-live.png"), (DARK, "dashboard-live-dark.png")):
             nb.set_theme(theme)
             _redraw(nb)
-            written.append(nb.screenshot(cell, out / name))
+            written.append(nb.screenshot(cell, named(name)))
         stop = nb.output(cell).locator("button.nbc-stop")
         stop.scroll_into_view_if_needed()
         stop.click()
@@ -117,7 +124,7 @@ def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
         raise RuntimeError(f"the Dashboard run was not stopped by the Stop click: {facts}")
     nb.poll(cell, lambda r: not r["live"] and bool(r["snapshots"]) and any(i["width"] > 100 for i in r["imgs"]), 60,
             what="the stopped snapshot and its PNG")
-    shots = nb.theme_shots(cell, {LIGHT: out / "dashboard-stopped.png", DARK: out / "dashboard-stopped-dark.png"})
+    shots = nb.theme_shots(cell, {LIGHT: named("dashboard-stopped.png"), DARK: named("dashboard-stopped-dark.png")})
     written += [shot["shot"] for shot in shots.values()]
     return written
 
@@ -125,6 +132,7 @@ def _capture(nb: harness.NotebookDriver, out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "notebooks" / "screenshots", help="output folder")
+    parser.add_argument("--lang", default="en", choices=("en", "zh_CN"), help="the widgets' language")
     args = parser.parse_args(argv)
     missing = harness.missing_requirements()
     if missing:
@@ -146,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                 "NBCALLBACK_MNIST_URL": f"{mirror.url}/MNIST_Data.zip",
                 "NBCALLBACK_DATA": str(work / "data"),
                 "OMP_NUM_THREADS": "1",
+                "NBCALLBACK_LANG": args.lang,
             })
             lab.start()
             try:
@@ -155,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                     try:
                         nb = harness.NotebookDriver(page, lab, harness.NOTEBOOK_NAME, CELLS, guard=guard)
                         nb.open(reset=True)
-                        written = _capture(nb, out)
+                        written = _capture(nb, out, args.lang)
                         errors = nb.widget_errors() + nb.page_errors
                         if errors or guard.violations():
                             raise RuntimeError(f"widget/page errors {errors} / off-loopback requests {guard.violations()}")

@@ -3,6 +3,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 
 import dashboard, {
+  textWidth,
   applyView,
   bandPath,
   createStore,
@@ -289,4 +290,10 @@ test("initialize picks up a view already set on the model", () => {
   assert.equal(getStore(model).view.status.state, "starting");
   assert.deepEqual(getStore(model).series.lr, { gen: 3, x: [0], y: [0.01], lo: [null], hi: [null], tail: null });
   assert.equal(typeof dashboard.render, "function");
+});
+
+test("textWidth: CJK characters count about twice a Latin one (legend and title room)", () => {
+  assert.equal(textWidth("eval", 6), 24);
+  assert.ok(textWidth("验证", 6) > textWidth("eval", 6) - 1);
+  assert.equal(textWidth(null, 6), 0);
 });

@@ -459,9 +459,16 @@ function updateControls(ctl, controls, state) {
 const MARGIN = { right: 18, bottom: 24 };
 
 /** Where title, legend and plot area go in a panel `width` px wide (legend never over the data). */
+/** Rough text width in px: `per` per Latin character, about twice that per CJK character. */
+export function textWidth(text, per) {
+  let width = 0;
+  for (const ch of String(text ?? "")) width += ch.codePointAt(0) >= 0x2e80 ? per * 1.9 : per;
+  return width;
+}
+
 function panelLayout(width, title, legendLabels, yLabels) {
-  const titleW = String(title).length * 7.8 + 16;
-  const items = legendLabels.map((l) => 26 + String(l).length * CHAR_W);
+  const titleW = textWidth(title, 7.8) + 16;
+  const items = legendLabels.map((l) => 26 + textWidth(l, CHAR_W));
   const legendW = items.reduce((a, b) => a + b, 0);
   const oneRow = titleW + legendW <= width - MARGIN.right;
   const top = oneRow || !items.length ? 30 : 48;
