@@ -59,8 +59,16 @@ def _pairs(xs: Sequence[Any], ys: Sequence[Any]) -> tuple[list[float], list[floa
     return [float(x) for x in xs], [math.nan if y is None else float(y) for y in ys]
 
 
+def _raw_band(series: dict[str, list[Any]]) -> bool:
+    """Whether a band holds raw values (one step per bucket: lo == hi everywhere)."""
+    lo, hi = series.get("lo", []), series.get("hi", [])
+    return bool(lo) and list(lo) == list(hi)
+
+
 def _draw_line(ax: Any, line: Any, data: dict[str, list[Any]], color: str, log: bool) -> bool:
     """Draw one spec line on ``ax``; False when there is nothing to draw."""
+    from matplotlib.colors import to_rgba
+
     xs, ys = _pairs(data.get("x", []), data.get("y", []))
     if not xs:
         return False
@@ -72,7 +80,10 @@ def _draw_line(ax: Any, line: Any, data: dict[str, list[Any]], color: str, log: 
         if log:
             lo = [v if v > 0 else math.nan for v in lo]
             hi = [v if v > 0 else math.nan for v in hi]
-        ax.fill_between(xs, lo, hi, color=color, alpha=0.18, linewidth=0, step="mid")
+        # One step per bucket (a short run): lo == hi, the area is empty and its faint edge is the
+        # raw per-step loss.
+        edge = to_rgba(color, 0.5) if _raw_band(data) else "none"
+        ax.fill_between(xs, lo, hi, facecolor=to_rgba(color, 0.18), edgecolor=edge, linewidth=0.7, step="mid")
         ax.plot(xs, ys, color=color, linewidth=1.8, label=line.label)
     elif line.style == "points":
         ax.plot(xs, ys, color=color, linewidth=1.2, marker="o", markersize=4.5, label=line.label)
@@ -87,7 +98,7 @@ def _draw_line(ax: Any, line: Any, data: dict[str, list[Any]], color: str, log: 
 
 
 def y_limits(panel: Panel, data: PlotData) -> tuple[float, float] | None:
-    """The panel's y range: everything's top, but the *lines'* bottom.
+    """The panel's y range: everything's top, but the *lines'* bottom (a raw band counts as a line).
 
     A band's per-step minima (an easy batch's loss of 1e-5) would otherwise
     stretch the axis far below the curve anyone reads; the band is clipped
@@ -102,6 +113,8 @@ def y_limits(panel: Panel, data: PlotData) -> tuple[float, float] | None:
             continue
         values = [v for v in series.get("y", []) if v is not None and (v > 0 or not log)]
         lows += values
+        if line.style == "band" and _raw_band(series):  # raw values are drawn as a line: in range
+            lows += [v for v in series["lo"] if v is not None and (v > 0 or not log)]
         highs += values + [v for v in series.get("hi", []) if v is not None and (v > 0 or not log)]
     if not lows:
         return None

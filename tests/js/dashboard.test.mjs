@@ -6,6 +6,7 @@ import dashboard, {
   textWidth,
   applyView,
   bandPath,
+  isRawBand,
   createStore,
   cssColor,
   formatValue,
@@ -192,6 +193,12 @@ test("bandPath closes one area per run where lo and hi both exist", () => {
     "M0,0L10,0L10,100L0,100Z",
     "index 2 (no hi) and 3 (no lo) break it; the lone index 4 has no area",
   );
+});
+
+test("isRawBand: one step per bucket (lo === hi everywhere) is drawn as raw values", () => {
+  assert.equal(isRawBand([0.5, 0.4, null], [0.5, 0.4, null]), true);
+  assert.equal(isRawBand([0.5, 0.3], [0.5, 0.4]), false, "a bucket with a spread is a band");
+  assert.equal(isRawBand([], []), false);
 });
 
 test("stepPath holds each value until the next x; stepChanges finds the changes", () => {

@@ -252,6 +252,12 @@ export function linePath(xs, ys, sx, sy) {
     .join("");
 }
 
+/** Whether a band holds raw values (one step per bucket: lo === hi everywhere); it is then drawn
+ * as a faint line and its values count for the y range. */
+export function isRawBand(lo, hi) {
+  return lo.length > 0 && lo.every((v, i) => v === hi[i]);
+}
+
 /** Closed areas between `lo` and `hi`, one per run of two or more points where both are present. */
 export function bandPath(xs, lo, hi, sx, sy) {
   const top = project(xs, hi, sx, sy);
@@ -503,7 +509,7 @@ function drawPanel(panel, spec, store, width, clipId) {
   const lines = asArray(panel.lines)
     .map((line) => ({ line, pts: seriesPoints(store.series[line?.key]), color: cssColor(spec.colors, line?.color) }))
     .filter(({ line, pts }) => line && pts.x.length > 0);
-  const ys = lines.flatMap(({ pts }) => pts.y);
+  const ys = lines.flatMap(({ line, pts }) => (line.style === "band" && isRawBand(pts.lo, pts.hi) ? [...pts.y, ...pts.lo] : pts.y));
   const tops = lines.flatMap(({ line, pts }) => (line.style === "band" ? pts.hi : []));
   const xd = xDomain(spec.x_range, lines.flatMap(({ pts }) => pts.x));
   const yd = yDomain(ys, kind, tops);
@@ -522,7 +528,7 @@ function drawPanel(panel, spec, store, width, clipId) {
   const data = lines.flatMap(({ line, pts, color }) => {
     const out = [];
     if (line.style === "band") {
-      out.push(s("path", { class: "nbc-band", d: bandPath(pts.x, pts.lo, pts.hi, sx, sy), fill: color }));
+      out.push(s("path", { class: "nbc-band", d: bandPath(pts.x, pts.lo, pts.hi, sx, sy), fill: color, stroke: isRawBand(pts.lo, pts.hi) ? color : "none" }));
       out.push(s("path", { class: "nbc-line nbc-bold", d: linePath(pts.x, pts.y, sx, sy), stroke: color }));
     } else if (line.style === "step") {
       out.push(s("path", { class: "nbc-line", d: stepPath(pts.x, pts.y, sx, sy), stroke: color }));
