@@ -4,6 +4,8 @@ The English notebooks in ``notebooks/`` are the source of truth for code. A
 Chinese notebook may differ from its English twin only in
 
 * comments (``# ...``), and
+* the language tag ``"en"`` written as ``"zh_CN"`` (``NBCALLBACK_LANG``: the
+  widgets' words in Chinese), and
 * string literals that are *translated messages*: the English literal reads as
   prose (two or more words, or a ``label:``), the Chinese one contains CJK
   characters, both have the same prefix (``f``, ``r`` ...) and the same
@@ -168,6 +170,15 @@ def _text(literal: str) -> str:
     return ""
 
 
+def _literal_value(literal: str) -> object:
+    """A plain string literal's value (None for anything else)."""
+    try:
+        node = ast.parse(literal, mode="eval").body
+    except SyntaxError:
+        return None
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
 def is_prose(literal: str) -> bool:
     """Whether an English string literal reads as a message (translatable), not a name or a path."""
     text = _text(literal)
@@ -180,6 +191,8 @@ def is_prose(literal: str) -> bool:
 def is_translation(english: str, chinese: str) -> bool:
     """Whether ``chinese`` is an acceptable translation of the literal ``english``."""
     if english == chinese:
+        return True
+    if _literal_value(english) == "en" and _literal_value(chinese) == "zh_CN":  # the widgets' language
         return True
     if not _CJK.search(chinese) or _CJK.search(english) or not is_prose(english):
         return False
