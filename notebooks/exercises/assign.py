@@ -3,6 +3,13 @@
     python notebooks/exercises/assign.py            # write notebooks/5_exercises.ipynb and notebooks/tests/
     python notebooks/exercises/assign.py --check    # exit 1 if the committed student version is stale
     python notebooks/exercises/assign.py --run-tests  # also run every test against the solution (about a minute)
+    python notebooks/exercises/assign.py --lang zh_CN  # the Chinese version: notebooks/zh_CN/5_exercises.ipynb
+    python notebooks/exercises/assign.py --lang all --check  # both languages
+
+``--lang zh_CN`` does the same from ``master/zh_CN/5_exercises.ipynb`` (the Chinese master: same code and
+tests, Chinese prose, comments and feedback messages) into ``--dist`` (default ``notebooks/exercises/dist_zh_CN/``,
+git-ignored), copying the student notebook to ``notebooks/zh_CN/`` and its public tests (with Chinese feedback)
+to ``notebooks/zh_CN/tests/``; the two markdown lines that ``otter assign`` writes in English are translated.
 
 It runs ``otter assign`` on ``master/5_exercises.ipynb`` into ``--dist`` (default
 ``notebooks/exercises/dist/``, git-ignored), which then holds
@@ -34,23 +41,39 @@ HERE = Path(__file__).resolve().parent
 MASTER = HERE / "master" / "5_exercises.ipynb"
 NOTEBOOKS = HERE.parent
 NAME = MASTER.name
+LANGS = ("en", "zh_CN")
+# Per language: the master, the folder the student version goes to, the default --dist.
+MASTERS = {"en": MASTER, "zh_CN": HERE / "master" / "zh_CN" / NAME}
+TARGETS = {"en": NOTEBOOKS, "zh_CN": NOTEBOOKS / "zh_CN"}
+DISTS = {"en": HERE / "dist", "zh_CN": HERE / "dist_zh_CN"}
+# What ``otter assign`` itself writes in English, and its translation (only the Chinese student version).
+OTTER_TEXT = {
+    "zh_CN": {
+        "# Initialize Otter": "# 初始化Otter",
+        "To double-check your work, the cell below will rerun all of the autograder tests.":
+            "运行下面的单元格，再次执行所有自动评分测试，检查你的答案。",
+    },
+}
 
 
-def run_otter_assign(dist: Path, run_tests: bool = False) -> Path:
-    """Run ``otter assign`` into ``dist`` (emptied first); return ``dist``."""
+def run_otter_assign(dist: Path, run_tests: bool = False, lang: str = "en") -> Path:
+    """Run ``otter assign`` on ``lang``'s master into ``dist`` (emptied first); return ``dist``."""
+    master = MASTERS[lang]
     shutil.rmtree(dist, ignore_errors=True)
-    command = [sys.executable, "-m", "otter", "assign", str(MASTER), str(dist)]
+    command = [sys.executable, "-m", "otter", "assign", str(master), str(dist)]
     if not run_tests:
         command.insert(4, "--no-run-tests")
-    subprocess.run(command, check=True, cwd=MASTER.parent)
+    subprocess.run(command, check=True, cwd=master.parent)
     return dist
 
 
-def normalised_student_notebook(dist: Path) -> str:
-    """The generated student notebook with stable cell ids, as the text to commit."""
+def normalised_student_notebook(dist: Path, lang: str = "en") -> str:
+    """The generated student notebook with stable cell ids (and otter's own lines translated), as the text to commit."""
     notebook = nbformat.read(dist / "student" / NAME, as_version=4)
     for index, cell in enumerate(notebook.cells):
         cell["id"] = f"cell-{index:03d}"
+        for english, translated in OTTER_TEXT.get(lang, {}).items():
+            cell.source = cell.source.replace(english, translated)
     return nbformat.writes(notebook) + "\n"
 
 
@@ -64,16 +87,16 @@ def _without_outputs(text: str) -> list[object]:
     return [notebook.metadata.get("otter"), cells]
 
 
-def stale_files(dist: Path) -> list[str]:
-    """The committed files that differ from what ``dist`` says they should be."""
+def stale_files(dist: Path, lang: str = "en") -> list[str]:
+    """The committed files that differ from what ``dist`` (made from ``lang``'s master) says they should be."""
     stale = []
-    committed = NOTEBOOKS / NAME
+    committed = TARGETS[lang] / NAME
     if not committed.exists() or _without_outputs(committed.read_text(encoding="utf-8")) != _without_outputs(
-        normalised_student_notebook(dist)
+        normalised_student_notebook(dist, lang)
     ):
         stale.append(str(committed))
     generated_tests = dist / "student" / "tests"
-    committed_tests = NOTEBOOKS / "tests"
+    committed_tests = TARGETS[lang] / "tests"
     names = {p.name for p in generated_tests.glob("*.py")} | {p.name for p in committed_tests.glob("*.py")}
     for name in sorted(names):
         ours, theirs = committed_tests / name, generated_tests / name
@@ -82,32 +105,46 @@ def stale_files(dist: Path) -> list[str]:
     return stale
 
 
-def install(dist: Path) -> None:
-    """Copy the student notebook and its public tests next to the other notebooks, and run it."""
-    (NOTEBOOKS / NAME).write_text(normalised_student_notebook(dist), encoding="utf-8")
-    shutil.rmtree(NOTEBOOKS / "tests", ignore_errors=True)
-    shutil.copytree(dist / "student" / "tests", NOTEBOOKS / "tests")
-    subprocess.run([sys.executable, str(NOTEBOOKS / "refresh_outputs.py"), NAME], check=True, cwd=NOTEBOOKS.parent)
+def install(dist: Path, lang: str = "en") -> None:
+    """Copy the student notebook and its public tests next to the other notebooks of ``lang``, and run it."""
+    target = TARGETS[lang]
+    (target / NAME).write_text(normalised_student_notebook(dist, lang), encoding="utf-8")
+    shutil.rmtree(target / "tests", ignore_errors=True)
+    shutil.copytree(dist / "student" / "tests", target / "tests")
+    name = (target / NAME).relative_to(NOTEBOOKS).as_posix()
+    subprocess.run([sys.executable, str(NOTEBOOKS / "refresh_outputs.py"), name], check=True, cwd=NOTEBOOKS.parent)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dist", type=Path, default=HERE / "dist", help="where otter assign writes (default: %(default)s)")
+    parser.add_argument("--lang", choices=[*LANGS, "all"], default="en",
+                        help="which master: en (master/5_exercises.ipynb), zh_CN (master/zh_CN/5_exercises.ipynb) "
+                             "or all (default: %(default)s)")
+    parser.add_argument("--dist", type=Path, default=None,
+                        help="where otter assign writes (default: notebooks/exercises/dist, or dist_zh_CN for zh_CN)")
     parser.add_argument("--check", action="store_true", help="only check that the committed student version is up to date")
     parser.add_argument("--run-tests", action="store_true", help="let otter assign run all tests against the solution")
     args = parser.parse_args(argv)
-    dist = run_otter_assign(args.dist.resolve(), run_tests=args.run_tests)
-    if args.check:
-        stale = stale_files(dist)
-        if stale:
-            print("The student version is out of date with master/5_exercises.ipynb: " + ", ".join(stale)
-                  + ". Regenerate it with: python notebooks/exercises/assign.py", file=sys.stderr)
-            return 1
-        print("The student version is up to date.")
-        return 0
-    install(dist)
-    print(f"Wrote {NOTEBOOKS / NAME} and {NOTEBOOKS / 'tests'}; the autograder is in {dist / 'autograder'}")
-    return 0
+    langs = LANGS if args.lang == "all" else (args.lang,)
+    if args.dist is not None and len(langs) > 1:
+        parser.error("--dist needs a single --lang")
+    status = 0
+    for lang in langs:
+        dist = run_otter_assign((args.dist or DISTS[lang]).resolve(), run_tests=args.run_tests, lang=lang)
+        option = "" if lang == "en" else f" --lang {lang}"
+        if args.check:
+            stale = stale_files(dist, lang)
+            if stale:
+                print(f"The student version is out of date with {MASTERS[lang].relative_to(HERE)}: " + ", ".join(stale)
+                      + f". Regenerate it with: python notebooks/exercises/assign.py{option}", file=sys.stderr)
+                status = 1
+            else:
+                print(f"The student version ({lang}) is up to date.")
+            continue
+        install(dist, lang)
+        target = TARGETS[lang]
+        print(f"Wrote {target / NAME} and {target / 'tests'}; the autograder is in {dist / 'autograder'}")
+    return status
 
 
 if __name__ == "__main__":

@@ -71,7 +71,8 @@ def test_q6_plateau(HalveLROnPlateau):
         expected = expected_lrs(means, patience, initial)
         for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
             one = not two_groups
-            assert want == got, f"with epoch mean losses {means} and patience={patience}, expected the learning rate{('' if one else 's of the two parameter groups')} after each epoch to be {([w[0] for w in expected] if one else expected)}, but it was {([g[0] for g in record.lrs] if one else record.lrs)}; the first difference is after epoch {epoch}: expected {(want[0] if one else want)}, got {(got[0] if one else got)}"
+            which = 'the learning rate' if one else 'the learning rates of the two parameter groups'
+            assert want == got, f'with epoch mean losses {means} and patience={patience}, expected {which} after each epoch to be {([w[0] for w in expected] if one else expected)}, but it was {([g[0] for g in record.lrs] if one else record.lrs)}; the first difference is after epoch {epoch}: expected {(want[0] if one else want)}, got {(got[0] if one else got)}'
     check_plateau([[1.0, 1.5, 0.5], [0.75, 0.75, 0.75], [1.0, 0.75, 0.5], [0.75, 0.75, 0.75], [0.5, 0.5, 0.5], [0.25, 0.75, 0.5], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]], patience=2)
 
 @test_case(points=None, hidden=False)
@@ -140,6 +141,7 @@ def test_q6_patience(HalveLROnPlateau):
         expected = expected_lrs(means, patience, initial)
         for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
             one = not two_groups
-            assert want == got, f"with epoch mean losses {means} and patience={patience}, expected the learning rate{('' if one else 's of the two parameter groups')} after each epoch to be {([w[0] for w in expected] if one else expected)}, but it was {([g[0] for g in record.lrs] if one else record.lrs)}; the first difference is after epoch {epoch}: expected {(want[0] if one else want)}, got {(got[0] if one else got)}"
+            which = 'the learning rate' if one else 'the learning rates of the two parameter groups'
+            assert want == got, f'with epoch mean losses {means} and patience={patience}, expected {which} after each epoch to be {([w[0] for w in expected] if one else expected)}, but it was {([g[0] for g in record.lrs] if one else record.lrs)}; the first difference is after epoch {epoch}: expected {(want[0] if one else want)}, got {(got[0] if one else got)}'
     check_plateau([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.5, 0.5], [0.5, 0.5]], patience=3)
 

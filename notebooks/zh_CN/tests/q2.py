@@ -1,0 +1,56 @@
+from otter.test_files import test_case
+
+OK_FORMAT = False
+
+name = "q2"
+points = 3
+
+@test_case(points=None, hidden=False)
+def test_q2_lines(EpochTimer):
+    import contextlib
+    import io
+    import torch
+    from torch import nn
+    from nbcallback.train import Model
+
+    def printed(callback, epochs, steps=3, loss_fn=None):
+        """用`callback`训练一个很小的模型；返回它打印的各行。"""
+        torch.manual_seed(0)
+        x = torch.randn(4 * steps, 3)
+        y = (x[:, 0] > 0).long()
+        net = nn.Linear(3, 2)
+        model = Model(net, loss_fn or nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 0.5))
+        data = [(x[i:i + 4], y[i:i + 4]) for i in range(0, 4 * steps, 4)]
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                model.train(epochs, data, callbacks=[callback])
+        except Exception as error:
+            raise AssertionError(f'使用你的回调训练时抛出了{type(error).__name__}：{error}') from None
+        return out.getvalue().splitlines()
+    import re
+    import time
+    assert EpochTimer is not None, '没有名为EpochTimer的类：请先运行定义它的单元格'
+    pattern = re.compile('Train epoch time: (\\d+\\.\\d{3}) ms, per step time: (\\d+\\.\\d{3}) ms')
+
+    class SlowLoss(nn.Module):
+        """至少耗时`SLEEP`秒的交叉熵，使每个step有已知的最短时间。"""
+
+        def forward(self, logits, labels):
+            time.sleep(SLEEP)
+            return nn.functional.cross_entropy(logits, labels)
+
+    def check_timing(epochs, steps):
+        lines = printed(EpochTimer(), epochs, steps=steps, loss_fn=SlowLoss())
+        assert len(lines) == epochs, f'{epochs}个epoch，每个epoch {steps}个step：预期每个epoch打印一行（共{epochs}行），但你的回调打印了{len(lines)}行：{lines}'
+        least = SLEEP * 1000 * steps
+        for epoch, line in enumerate(lines, 1):
+            match = pattern.fullmatch(line)
+            assert match, f"预期打印形如 'Train epoch time: {least + 2.345:.3f} ms, per step time: {(least + 2.345) / steps:.3f} ms' 的行，但你的回调打印了 {line!r}"
+            epoch_ms, step_ms = (float(match[1]), float(match[2]))
+            assert epoch_ms >= least, f'epoch {epoch}运行了{steps}个step，每个step至少{SLEEP * 1000:.0f} ms，因此至少用时{least:.0f} ms，但你打印的是{epoch_ms:.3f} ms（单位应是毫秒，不是秒？）'
+            assert epoch_ms < 1.9 * least, f'epoch {epoch}用时约{least:.0f} ms，但你打印的是{epoch_ms:.3f} ms：请在每个epoch开始时重新开始计时（on_train_epoch_begin）'
+            assert abs(step_ms * steps - epoch_ms) <= 0.01 * steps, f'每个step的时间是epoch时间除以该epoch的{steps}个step（cb_params.batch_num）：{epoch_ms:.3f} / {steps} = {epoch_ms / steps:.3f} ms，但你打印的是{step_ms:.3f} ms'
+    SLEEP = 0.05
+    check_timing(epochs=2, steps=3)
+

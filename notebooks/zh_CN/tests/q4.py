@@ -1,0 +1,153 @@
+from otter.test_files import test_case
+
+OK_FORMAT = False
+
+name = "q4"
+points = 3
+
+@test_case(points=None, hidden=False)
+def test_q4_best_epoch(SaveBest):
+    import os
+    import tempfile
+    import torch
+    from torch import nn
+    from nbcallback.train import Callback, Model
+
+    class Scripted:
+        """一个评估指标，第k次验证时的值为values[k]。"""
+
+        def __init__(self, values):
+            self.values = list(values)
+            self.calls = 0
+
+        def clear(self):
+            pass
+
+        def update(self, *inputs):
+            pass
+
+        def eval(self):
+            value = self.values[min(self.calls, len(self.values) - 1)]
+            self.calls += 1
+            return value
+
+    class Watch(Callback):
+        """在被测的回调之后运行：记录每个epoch结束时的状态。"""
+
+        def __init__(self):
+            super().__init__()
+            self.ends = []
+            self.weights = []
+
+        def on_train_epoch_end(self, run_context):
+            cb_params = run_context.original_args()
+            self.ends.append((cb_params.cur_epoch_num, cb_params.cur_step_num))
+            self.weights.append({k: v.detach().clone() for k, v in cb_params.network.state_dict().items()})
+
+    def fit(callback, metrics, epochs):
+        """用`fit`训练一个很小的模型`epochs`个epoch（每个epoch 2个step），用预设的评估指标验证。"""
+        torch.manual_seed(0)
+        x = torch.randn(8, 3)
+        y = (x[:, 0] > 0).long()
+        data = [(x[:4], y[:4]), (x[4:], y[4:])]
+        net = nn.Linear(3, 2)
+        model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 0.5), metrics={name: Scripted(values) for name, values in metrics.items()})
+        watch = Watch()
+        try:
+            model.fit(epochs, data, data[:1], callbacks=[callback, watch])
+        except Exception as error:
+            raise AssertionError(f'使用你的回调训练时抛出了{type(error).__name__}：{error}') from None
+        return watch
+    import nbcallback
+    assert SaveBest is not None, '没有名为SaveBest的类：请先运行定义它的单元格'
+
+    def check_best(metrics, monitor=None):
+        values = metrics[monitor or 'accuracy']
+        with tempfile.TemporaryDirectory() as folder:
+            file_name = os.path.join(folder, 'best.ckpt')
+            callback = SaveBest(file_name) if monitor is None else SaveBest(file_name, monitor=monitor)
+            watch = fit(callback, metrics, len(values))
+            best = values.index(max(values)) + 1
+            what = f"各epoch的{monitor or 'accuracy'}为{values}"
+            assert os.path.exists(file_name), f'{what}，预期在{file_name!r}有一个检查点，但没有找到'
+            fresh = nn.Linear(3, 2)
+            entries = nbcallback.load_checkpoint(file_name, net=fresh)
+        assert 'epoch' in entries, f"检查点中没有'epoch'条目（只有{sorted(entries)}）：请把append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}}传给save_checkpoint"
+        assert entries['epoch'] == best, f"{what}，最佳的是epoch {best}（{max(values)}），但检查点中记录的是epoch {entries['epoch']}"
+        same = all((torch.equal(fresh.state_dict()[k], v) for k, v in watch.weights[best - 1].items()))
+        assert same, f'{what}，检查点中记录的是epoch {best}，但其权重不是网络在该epoch结束时的权重：请在on_train_epoch_end中保存cb_params.network'
+    check_best({'accuracy': [0.5, 0.8, 0.7, 0.9, 0.6]})
+
+@test_case(points=None, hidden=False)
+def test_q4_ties_keep_earlier(SaveBest):
+    import os
+    import tempfile
+    import torch
+    from torch import nn
+    from nbcallback.train import Callback, Model
+
+    class Scripted:
+        """一个评估指标，第k次验证时的值为values[k]。"""
+
+        def __init__(self, values):
+            self.values = list(values)
+            self.calls = 0
+
+        def clear(self):
+            pass
+
+        def update(self, *inputs):
+            pass
+
+        def eval(self):
+            value = self.values[min(self.calls, len(self.values) - 1)]
+            self.calls += 1
+            return value
+
+    class Watch(Callback):
+        """在被测的回调之后运行：记录每个epoch结束时的状态。"""
+
+        def __init__(self):
+            super().__init__()
+            self.ends = []
+            self.weights = []
+
+        def on_train_epoch_end(self, run_context):
+            cb_params = run_context.original_args()
+            self.ends.append((cb_params.cur_epoch_num, cb_params.cur_step_num))
+            self.weights.append({k: v.detach().clone() for k, v in cb_params.network.state_dict().items()})
+
+    def fit(callback, metrics, epochs):
+        """用`fit`训练一个很小的模型`epochs`个epoch（每个epoch 2个step），用预设的评估指标验证。"""
+        torch.manual_seed(0)
+        x = torch.randn(8, 3)
+        y = (x[:, 0] > 0).long()
+        data = [(x[:4], y[:4]), (x[4:], y[4:])]
+        net = nn.Linear(3, 2)
+        model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 0.5), metrics={name: Scripted(values) for name, values in metrics.items()})
+        watch = Watch()
+        try:
+            model.fit(epochs, data, data[:1], callbacks=[callback, watch])
+        except Exception as error:
+            raise AssertionError(f'使用你的回调训练时抛出了{type(error).__name__}：{error}') from None
+        return watch
+    import nbcallback
+    assert SaveBest is not None, '没有名为SaveBest的类：请先运行定义它的单元格'
+
+    def check_best(metrics, monitor=None):
+        values = metrics[monitor or 'accuracy']
+        with tempfile.TemporaryDirectory() as folder:
+            file_name = os.path.join(folder, 'best.ckpt')
+            callback = SaveBest(file_name) if monitor is None else SaveBest(file_name, monitor=monitor)
+            watch = fit(callback, metrics, len(values))
+            best = values.index(max(values)) + 1
+            what = f"各epoch的{monitor or 'accuracy'}为{values}"
+            assert os.path.exists(file_name), f'{what}，预期在{file_name!r}有一个检查点，但没有找到'
+            fresh = nn.Linear(3, 2)
+            entries = nbcallback.load_checkpoint(file_name, net=fresh)
+        assert 'epoch' in entries, f"检查点中没有'epoch'条目（只有{sorted(entries)}）：请把append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}}传给save_checkpoint"
+        assert entries['epoch'] == best, f"{what}，最佳的是epoch {best}（{max(values)}），但检查点中记录的是epoch {entries['epoch']}"
+        same = all((torch.equal(fresh.state_dict()[k], v) for k, v in watch.weights[best - 1].items()))
+        assert same, f'{what}，检查点中记录的是epoch {best}，但其权重不是网络在该epoch结束时的权重：请在on_train_epoch_end中保存cb_params.network'
+    check_best({'accuracy': [0.6, 0.75, 0.75, 0.7]})
+

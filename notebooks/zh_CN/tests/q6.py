@@ -1,0 +1,147 @@
+from otter.test_files import test_case
+
+OK_FORMAT = False
+
+name = "q6"
+points = 4
+
+@test_case(points=None, hidden=False)
+def test_q6_plateau(HalveLROnPlateau):
+    import torch
+    from torch import nn
+    from nbcallback.train import Callback, Model
+    assert HalveLROnPlateau is not None, '没有名为HalveLROnPlateau的类：请先运行定义它的单元格'
+
+    class ScriptedLoss(nn.Module):
+        """一个loss，第k个step的值为values[k]（梯度为零）。"""
+
+        def __init__(self, values):
+            super().__init__()
+            self.values = list(values)
+            self.calls = 0
+
+        def forward(self, logits, labels):
+            value = self.values[self.calls]
+            self.calls += 1
+            return logits.sum() * 0.0 + value
+
+    class RecordLR(Callback):
+
+        def __init__(self):
+            super().__init__()
+            self.lrs = []
+
+        def on_train_epoch_end(self, run_context):
+            groups = run_context.original_args().optimizer.param_groups
+            self.lrs.append([group['lr'] for group in groups])
+
+    def expected_lrs(means, patience, lrs):
+        best, wait, out = (float('inf'), 0, [])
+        for mean in means:
+            if mean < best:
+                best, wait = (mean, 0)
+            else:
+                wait += 1
+                if wait >= patience:
+                    lrs, wait = ([lr / 2 for lr in lrs], 0)
+            out.append(lrs)
+        return out
+
+    def check_plateau(step_losses, patience, two_groups=False):
+        steps = len(step_losses[0])
+        x = torch.zeros(4 * steps, 3)
+        y = torch.zeros(4 * steps, dtype=torch.long)
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 2))
+        if two_groups:
+            params = [{'params': net[0].parameters(), 'lr': 0.1}, {'params': net[1].parameters(), 'lr': 0.4}]
+        else:
+            params = [{'params': net.parameters(), 'lr': 0.1}]
+        initial = [group['lr'] for group in params]
+        optimizer = torch.optim.SGD(params, 0.1)
+        flat = [value for epoch in step_losses for value in epoch]
+        model = Model(net, ScriptedLoss(flat), optimizer)
+        data = [(x[i:i + 4], y[i:i + 4]) for i in range(0, 4 * steps, 4)]
+        record = RecordLR()
+        try:
+            model.train(len(step_losses), data, callbacks=[HalveLROnPlateau(patience), record])
+        except Exception as error:
+            raise AssertionError(f'使用你的回调训练时抛出了{type(error).__name__}：{error}') from None
+        means = [sum(epoch) / len(epoch) for epoch in step_losses]
+        expected = expected_lrs(means, patience, initial)
+        for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
+            one = not two_groups
+            which = '学习率' if one else '两个参数组的学习率'
+            assert want == got, f'各epoch的平均loss为{means}，patience={patience}时，预期{which}在各epoch之后依次为{([w[0] for w in expected] if one else expected)}，但实际为{([g[0] for g in record.lrs] if one else record.lrs)}；第一处不同在epoch {epoch}之后：预期{(want[0] if one else want)}，实际为{(got[0] if one else got)}'
+    check_plateau([[1.0, 1.5, 0.5], [0.75, 0.75, 0.75], [1.0, 0.75, 0.5], [0.75, 0.75, 0.75], [0.5, 0.5, 0.5], [0.25, 0.75, 0.5], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]], patience=2)
+
+@test_case(points=None, hidden=False)
+def test_q6_patience(HalveLROnPlateau):
+    import torch
+    from torch import nn
+    from nbcallback.train import Callback, Model
+    assert HalveLROnPlateau is not None, '没有名为HalveLROnPlateau的类：请先运行定义它的单元格'
+
+    class ScriptedLoss(nn.Module):
+        """一个loss，第k个step的值为values[k]（梯度为零）。"""
+
+        def __init__(self, values):
+            super().__init__()
+            self.values = list(values)
+            self.calls = 0
+
+        def forward(self, logits, labels):
+            value = self.values[self.calls]
+            self.calls += 1
+            return logits.sum() * 0.0 + value
+
+    class RecordLR(Callback):
+
+        def __init__(self):
+            super().__init__()
+            self.lrs = []
+
+        def on_train_epoch_end(self, run_context):
+            groups = run_context.original_args().optimizer.param_groups
+            self.lrs.append([group['lr'] for group in groups])
+
+    def expected_lrs(means, patience, lrs):
+        best, wait, out = (float('inf'), 0, [])
+        for mean in means:
+            if mean < best:
+                best, wait = (mean, 0)
+            else:
+                wait += 1
+                if wait >= patience:
+                    lrs, wait = ([lr / 2 for lr in lrs], 0)
+            out.append(lrs)
+        return out
+
+    def check_plateau(step_losses, patience, two_groups=False):
+        steps = len(step_losses[0])
+        x = torch.zeros(4 * steps, 3)
+        y = torch.zeros(4 * steps, dtype=torch.long)
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 2))
+        if two_groups:
+            params = [{'params': net[0].parameters(), 'lr': 0.1}, {'params': net[1].parameters(), 'lr': 0.4}]
+        else:
+            params = [{'params': net.parameters(), 'lr': 0.1}]
+        initial = [group['lr'] for group in params]
+        optimizer = torch.optim.SGD(params, 0.1)
+        flat = [value for epoch in step_losses for value in epoch]
+        model = Model(net, ScriptedLoss(flat), optimizer)
+        data = [(x[i:i + 4], y[i:i + 4]) for i in range(0, 4 * steps, 4)]
+        record = RecordLR()
+        try:
+            model.train(len(step_losses), data, callbacks=[HalveLROnPlateau(patience), record])
+        except Exception as error:
+            raise AssertionError(f'使用你的回调训练时抛出了{type(error).__name__}：{error}') from None
+        means = [sum(epoch) / len(epoch) for epoch in step_losses]
+        expected = expected_lrs(means, patience, initial)
+        for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
+            one = not two_groups
+            which = '学习率' if one else '两个参数组的学习率'
+            assert want == got, f'各epoch的平均loss为{means}，patience={patience}时，预期{which}在各epoch之后依次为{([w[0] for w in expected] if one else expected)}，但实际为{([g[0] for g in record.lrs] if one else record.lrs)}；第一处不同在epoch {epoch}之后：预期{(want[0] if one else want)}，实际为{(got[0] if one else got)}'
+    check_plateau([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.5, 0.5], [0.5, 0.5]], patience=3)
+

@@ -1,0 +1,292 @@
+"""The Chinese exercises (notebooks/zh_CN/5_exercises.ipynb) and their otter-grader checks.
+
+The twin of ``test_exercises.py``: the Chinese master
+(``notebooks/exercises/master/zh_CN/5_exercises.ipynb``) has the English master's code and
+tests, with Chinese prose, comments and feedback; ``python notebooks/exercises/assign.py --lang
+zh_CN`` makes the student version and its public tests (``notebooks/zh_CN/tests/``).
+
+* the Chinese masters' code cells, and the public test files, are the English ones token for
+  token (only comments and translated messages differ), so both languages grade alike;
+* the Chinese reference solution passes every public and hidden test;
+* each public check rejects the same wrong answers as the English one, with Chinese feedback
+  that names what was expected and what the callback did;
+* the committed student version is what ``otter assign`` makes of the Chinese master, and a
+  teacher grades a Chinese submission locally with ``otter run``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from otter.test_files import ExceptionTestFile
+
+from tests.exercises import test_exercises as english
+
+REPO = english.REPO
+NOTEBOOKS = REPO / "notebooks"
+MASTER = NOTEBOOKS / "exercises" / "master" / "zh_CN" / "5_exercises.ipynb"
+STUDENT = NOTEBOOKS / "zh_CN" / "5_exercises.ipynb"
+PUBLIC_TESTS = NOTEBOOKS / "zh_CN" / "tests"
+QUESTIONS = english.QUESTIONS
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def _sync_code() -> Any:
+    spec = importlib.util.spec_from_file_location("nbcallback_zh_sync_code_ex", NOTEBOOKS / "zh_CN" / "sync_code.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _solution_cells() -> list[str]:
+    """The code cells between the raw ``# BEGIN SOLUTION`` and ``# END SOLUTION`` cells of the Chinese master."""
+    notebook = nbformat.read(MASTER, as_version=4)
+    inside, code = False, []
+    for cell in notebook.cells:
+        text = cell.source.strip()
+        if cell.cell_type == "raw" and text == "# BEGIN SOLUTION":
+            inside = True
+        elif cell.cell_type == "raw" and text == "# END SOLUTION":
+            inside = False
+        elif inside and cell.cell_type == "code":
+            code.append(cell.source)
+    return code
+
+
+def _solution_code() -> str:
+    return "\n\n".join(_solution_cells())
+
+
+def _student_code() -> str:
+    notebook = nbformat.read(STUDENT, as_version=4)
+    return "\n\n".join(c.source for c in notebook.cells if "otter_answer_cell" in c.metadata.get("tags", []))
+
+
+def _check(question: str, env: dict[str, Any], tests: Path = PUBLIC_TESTS) -> ExceptionTestFile:
+    """Run one question's test file against ``env``, as ``grader.check(question)`` does."""
+    test_file = ExceptionTestFile.from_file(str(tests / f"{question}.py"))
+    test_file.run(env)
+    return test_file
+
+
+@pytest.fixture(scope="module")
+def solution() -> dict[str, Any]:
+    return english._namespace(_solution_code())
+
+
+@pytest.fixture(scope="module")
+def assigned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``otter assign`` of the Chinese master (without running its tests): student/ and autograder/."""
+    return english._assign_module().run_otter_assign(tmp_path_factory.mktemp("otter_zh") / "dist", lang="zh_CN")
+
+
+# ----------------------------------------------------------------------------- the same exercises as in English
+
+
+def test_the_chinese_master_is_the_english_master_translated() -> None:
+    sync_code = _sync_code()
+    differences = sync_code.compare(english.MASTER, MASTER)
+    assert not differences, (
+        "the Chinese master's code differs from the English master's (only comments and translated messages may):\n\n"
+        + "\n\n".join(str(d) for d in differences)
+    )
+    en = nbformat.read(english.MASTER, as_version=4)
+    zh = nbformat.read(MASTER, as_version=4)
+    assert [c.cell_type for c in zh.cells] == [c.cell_type for c in en.cells]
+    # The raw cells (assignment config, question names and points, BEGIN/END markers) are the same.
+    assert [c.source for c in zh.cells if c.cell_type == "raw"] == [c.source for c in en.cells if c.cell_type == "raw"]
+    for index, cell in enumerate(zh.cells):
+        if cell.cell_type == "markdown":
+            assert CJK.search(cell.source), f"markdown cell {index} of the Chinese master is not translated"
+    assert zh.metadata.get("kernelspec") == en.metadata.get("kernelspec")
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_the_chinese_public_tests_are_the_english_ones(question: str) -> None:
+    """Same test cases, points and assertions; only the feedback messages are Chinese."""
+    en_file = ExceptionTestFile.from_file(str(english.PUBLIC_TESTS / f"{question}.py"))
+    zh_file = ExceptionTestFile.from_file(str(PUBLIC_TESTS / f"{question}.py"))
+    assert [(c.name, c.points, c.hidden) for c in zh_file.test_cases] == \
+        [(c.name, c.points, c.hidden) for c in en_file.test_cases]
+    assert zh_file.all_or_nothing == en_file.all_or_nothing
+    en_text = (english.PUBLIC_TESTS / f"{question}.py").read_text(encoding="utf-8")
+    zh_text = (PUBLIC_TESTS / f"{question}.py").read_text(encoding="utf-8")
+    assert _sync_code().compare_cells(en_text, zh_text) is None
+    assert CJK.search(zh_text)
+
+
+# ----------------------------------------------------------------------------- the solution
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_solution_passes_the_public_checks(solution: dict[str, Any], question: str) -> None:
+    result = _check(question, solution)
+    assert result.passed_all, result.summary()
+
+
+def test_solution_passes_every_hidden_test(solution: dict[str, Any], assigned: Path) -> None:
+    hidden = 0
+    for question in QUESTIONS:
+        result = _check(question, solution, assigned / "autograder" / "tests")
+        assert result.passed_all, result.summary()
+        hidden += sum(case.hidden for case in result.test_cases)
+    assert hidden >= len(QUESTIONS), "every question should have hidden tests for the teacher"
+
+
+# ----------------------------------------------------------------------------- the student version
+
+
+def test_committed_student_version_is_what_otter_assign_makes(assigned: Path) -> None:
+    stale = english._assign_module().stale_files(assigned, "zh_CN")
+    assert not stale, f"stale: {stale}; regenerate with `python notebooks/exercises/assign.py --lang zh_CN`"
+
+
+def test_students_get_the_public_tests_only(assigned: Path) -> None:
+    for question in QUESTIONS:
+        public = ExceptionTestFile.from_file(str(PUBLIC_TESTS / f"{question}.py")).test_cases
+        every = ExceptionTestFile.from_file(str(assigned / "autograder" / "tests" / f"{question}.py")).test_cases
+        assert public and not any(case.hidden for case in public)
+        assert any(case.hidden for case in every)
+        assert len(every) > len(public)
+    student = nbformat.read(STUDENT, as_version=4)
+    text = "\n".join(cell.source for cell in student.cells)
+    assert "SOLUTION" not in text and "TEST CONFIG" not in text and "def test_q" not in text
+    for source in _student_code().split("\n\nclass ")[1:]:
+        assert "    ..." in source and "request_stop" not in source and "save_checkpoint" not in source
+
+
+def test_student_notebook_checks_every_question_in_chinese() -> None:
+    student = nbformat.read(STUDENT, as_version=4)
+    sources = [cell.source for cell in student.cells if cell.cell_type == "code"]
+    assert sources[0].splitlines()[-1] == 'grader = otter.Notebook("5_exercises.ipynb")'
+    for question in QUESTIONS:
+        assert f'grader.check("{question}")' in sources
+    # otter assign's own English lines are translated too.
+    for index, cell in enumerate(student.cells):
+        if cell.cell_type == "markdown":
+            assert CJK.search(cell.source), f"markdown cell {index} is not translated: {cell.source!r}"
+    assert "Initialize Otter" not in sources[0]
+    # The committed outputs show Chinese feedback (otter's own "Test case failed" lines stay English).
+    checks = "".join(
+        output.get("text", "") + output.get("data", {}).get("text/plain", "")
+        for cell in student.cells if cell.cell_type == "code" and cell.source.startswith("grader.check(")
+        for output in cell.outputs
+    )
+    assert "AssertionError: " in checks and "预期" in checks
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_placeholders_fail_the_checks_with_feedback(question: str) -> None:
+    result = _check(question, english._namespace(_student_code()))
+    assert not result.passed_all
+    for case in result.test_case_results:
+        assert not case.passed
+        assert "AssertionError" in case.message and "抛出" not in case.message, case.message
+        assert CJK.search(case.message.split("AssertionError", 1)[1]), case.message
+
+
+# ----------------------------------------------------------------------------- wrong answers
+
+# The English wrong answers (test_exercises.WRONG_ANSWERS), with the Chinese feedback each must get.
+FEEDBACK = {
+    "q1 wrong format": ["LossLine(1)，1个epoch，每个epoch 3个step：预期打印 'epoch: 1 step: 1, loss is 0.",
+                        "但你的回调打印了 'epoch 1 step 1 loss 0."],
+    "q1 global step": ["LossLine(2)，2个epoch，每个epoch 3个step：预期打印 'epoch: 2 step: 1, loss is",
+                       "但你的回调打印了 'epoch: 2 step: 4, loss is"],
+    "q1 ignores per_print_times": ["预期打印 'epoch: 1 step: 2, loss is", "但你的回调打印了 'epoch: 1 step: 1, loss is"],
+    "q2 seconds": ["epoch 1运行了3个step，每个step至少50 ms，因此至少用时150 ms，但你打印的是0.1",
+                   "（单位应是毫秒，不是秒？）"],
+    # Which epoch overshoots first depends on the machine's load; the feedback is the same.
+    "q2 clock never restarted": ["用时约150 ms，但你打印的是", "请在每个epoch开始时重新开始计时（on_train_epoch_begin）"],
+    "q2 wrong division": ["每个step的时间是epoch时间除以该epoch的3个step（cb_params.batch_num）", "但你打印的是"],
+    "q2 own format": ["预期打印形如 'Train epoch time: 152.345 ms, per step time: 50.782 ms' 的行，"
+                      "但你的回调打印了 'epoch took"],
+    "q3 stops on a step": ["训练在epoch 1的中途停止了（在全局step 1之后；每个epoch有2个step）",
+                           "请在验证之后的on_train_epoch_end中请求停止"],
+    "q3 strictly above": ["各epoch的验证精度为[0.6, 0.8, 0.9, 0.95]，target=0.8时，训练应在epoch 2之后停止"
+                          "（accuracy 0.8 >= 0.8），但实际运行了3个epoch"],
+    "q4 saves every epoch": ["各epoch的accuracy为[0.5, 0.8, 0.7, 0.9, 0.6]，最佳的是epoch 4（0.9），"
+                             "但检查点中记录的是epoch 5"],
+    "q4 ties overwrite": ["各epoch的accuracy为[0.6, 0.75, 0.75, 0.7]，最佳的是epoch 2（0.75），但检查点中记录的是epoch 3"],
+    "q4 no epoch entry": ["检查点中没有'epoch'条目（只有['bias', 'weight']）", "请把append_dict="],
+    "q4 wrong weights": ["检查点中记录的是epoch 4，但其权重不是网络在该epoch结束时的权重"],
+    "q5 no list": ["训练结束后，cb_params中没有'grad_norms'：请在on_train_begin中创建列表"],
+    "q5 sum of norms": ["step 1：预期梯度范数为", "但cb_params.grad_norms[0]是", "这是各个参数的范数之和"],
+    "q5 tensors": ["cb_params.grad_norms[0]是Tensor：请追加Python的float"],
+    "q5 once per epoch": ["2个epoch，每个epoch 3个step：预期cb_params.grad_norms是每个step一个值的列表（共6个值），但它是["],
+    "q6 last step loss": ["各epoch的平均loss为[1.0, 0.75, 0.75, 0.75, 0.5, 0.5, 0.5, 0.5]，patience=2时，预期学习率"
+                          "在各epoch之后依次为[0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025]，但实际为[0.1, 0.1, 0.05, 0.05,",
+                          "第一处不同在epoch 3之后：预期0.1，实际为0.05"],
+    "q6 fixed patience": ["patience=3时，预期学习率在各epoch之后依次为[0.1, 0.1, 0.1, 0.05, 0.05, 0.05]",
+                          "第一处不同在epoch 3之后：预期0.1，实际为0.05"],
+}
+
+
+def test_every_english_wrong_answer_has_chinese_feedback() -> None:
+    assert sorted(FEEDBACK) == sorted(english.WRONG_ANSWERS)
+
+
+@pytest.mark.parametrize("name", sorted(english.WRONG_ANSWERS))
+def test_each_check_rejects_a_wrong_answer_and_says_why_in_chinese(solution: dict[str, Any], name: str) -> None:
+    question, case_index, source, _ = english.WRONG_ANSWERS[name]
+    feedback = FEEDBACK[name]
+    result = _check(question, english._namespace(_solution_code(), source))
+    case = result.test_case_results[case_index]
+    assert not case.passed, f"{name}: the check accepted a wrong answer"
+    for text in feedback:
+        assert text in case.message, f"{name}: {text!r} not in the feedback:\n{case.message}"
+    # The summary grader.check shows in the notebook carries the same feedback.
+    assert feedback[0] in result.summary(public_only=True)
+
+
+def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, Any], assigned: Path) -> None:
+    # Halving only the first parameter group passes the public checks (one group) but not the hidden ones.
+    one_group = _solution_code().replace(
+        'for group in cb_params.optimizer.param_groups:\n                group["lr"] /= 2',
+        'cb_params.optimizer.param_groups[0]["lr"] /= 2',
+    )
+    assert one_group != _solution_code()
+    env = english._namespace(one_group)
+    assert _check("q6", env).passed_all
+    hidden = _check("q6", env, assigned / "autograder" / "tests")
+    assert not hidden.passed_all
+    assert "预期两个参数组的学习率在各epoch之后依次为" in hidden.summary()
+
+
+# ----------------------------------------------------------------------------- grading without Docker
+
+
+def test_otter_run_grades_a_chinese_submission_locally(assigned: Path, mnist_mirror: str, tmp_path: Path) -> None:
+    """What a teacher runs per submission: solved q1-q3, left q4-q6 as handed out."""
+    submission_notebook = nbformat.read(STUDENT, as_version=4)
+    answers = [c for c in submission_notebook.cells if "otter_answer_cell" in c.metadata.get("tags", [])]
+    solutions = _solution_cells()
+    assert len(answers) == len(solutions) == len(QUESTIONS)
+    for answer, solution_source in list(zip(answers, solutions))[:3]:
+        answer.source = solution_source
+    submission = tmp_path / "submissions" / "student_a.ipynb"
+    submission.parent.mkdir()
+    nbformat.write(submission_notebook, submission)
+    (tmp_path / "out").mkdir()
+    zips = sorted((assigned / "autograder").glob("*.zip"))
+    env = {**os.environ, "NBCALLBACK_DATA": str(tmp_path / "data"), "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "otter", "run", "-a", str(zips[-1]), "-o", str(tmp_path / "out"), str(submission)],
+        cwd=submission.parent, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["tests"]
+    scores = {test["name"]: test["score"] for test in results if test["name"] in QUESTIONS}
+    assert scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 0, "q5": 0, "q6": 0}, scores
+    public = next(test["output"] for test in results if test["name"] == "Public Tests")
+    assert "预期在" in public and "cb_params中没有'grad_norms'" in public
