@@ -24,6 +24,7 @@ Subclasses only choose which parts they show (``_PARTS``).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import math
 import os
@@ -144,7 +145,8 @@ def _warn_removed(owner: str, removed: dict[str, Any]) -> None:
         raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
     if removed:
         warnings.warn(
-            f"{owner}(): {', '.join(sorted(removed))} no longer has an effect: the browser draws the live plot "
+            f"{owner}(): {', '.join(sorted(removed))} no longer {'has' if len(removed) == 1 else 'have'} an effect: "
+            "the browser draws the live plot "
             "and the final PNG has a fixed, sharp size. Remove the argument.",
             FutureWarning,
             stacklevel=4,
@@ -175,7 +177,8 @@ class LiveCallback(Callback):
         max_rows: table rows kept in the final snapshot (head and tail, with
             the number left out), so the saved notebook stays small for any
             number of epochs.
-        smoothing: EMA factor of the smoothed loss (0.98, bias-corrected).
+        smoothing: EMA factor of the smoothed loss (0.98, bias-corrected; at
+            most: a short run averages over a 25th of its planned steps).
         lang: the language of every word the display writes: ``'en'`` or
             ``'zh_CN'`` (Simplified Chinese); None reads ``NBCALLBACK_LANG``,
             then English.
@@ -799,8 +802,10 @@ class LiveCallback(Callback):
     # ------------------------------------------------------------------ introspection
 
     def view(self) -> View:
-        """The current state of the (last) run, e.g. for a custom report."""
-        return self.state.view(self._clock(), live_rows=None, max_rows=self.max_rows)
+        """The current state of the (last) run, e.g. for a custom report; its ``status_text`` is in
+        the callback's language (``lang=``)."""
+        view = self.state.view(self._clock(), live_rows=None, max_rows=self.max_rows)
+        return dataclasses.replace(view, status_text=self.words.say(view.status_text))
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""

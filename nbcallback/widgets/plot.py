@@ -86,12 +86,13 @@ def _draw_line(ax: Any, line: Any, data: dict[str, list[Any]], color: str, log: 
         ax.fill_between(xs, lo, hi, facecolor=to_rgba(color, 0.18), edgecolor=edge, linewidth=0.7, step="mid")
         ax.plot(xs, ys, color=color, linewidth=1.8, label=line.label)
     elif line.style == "points":
-        ax.plot(xs, ys, color=color, linewidth=1.2, marker="o", markersize=4.5, label=line.label)
+        ax.plot(xs, ys, color=color, linewidth=1.2, marker="o", markersize=4.5, label=line.label,
+                clip_on=False)  # the last evaluation sits on the right edge: show all of its mark
     elif line.style == "step":
         ax.step(xs, ys, where="post", color=color, linewidth=1.6, label=line.label)
         changes = [i for i in range(1, len(ys)) if ys[i] != ys[i - 1]]
         ax.plot([xs[i] for i in changes], [ys[i] for i in changes], linestyle="none", marker="o", markersize=4,
-                color=color)
+                color=color, clip_on=False)
     else:
         ax.plot(xs, ys, color=color, linewidth=1.6, label=line.label)
     return True

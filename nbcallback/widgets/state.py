@@ -195,7 +195,10 @@ class TrainingState:
 
     Args:
         smoothing: the EMA factor of the smoothed loss (fastai's 0.98, with
-            bias correction so the first values are not pulled towards 0).
+            bias correction so the first values are not pulled towards 0), at
+            most: a run of fewer than 1,250 planned steps averages over about
+            a 25th of them instead (0.98 averages over ~50 steps, and in a run
+            of 200 the line would trail far behind a falling loss).
         rate_smoothing: weight of the newest measurement in the rate EMA (tqdm's 0.3).
         max_points: the most points per line (buckets of the loss, evaluations, lr values).
         eval_cost_guess: before an evaluation has been timed, one evaluation step
@@ -257,6 +260,7 @@ class TrainingState:
             self._eval_mark: tuple[float, int] | None = None
             self._samples_per_step: int | None = None
             self._avg = 0.0
+            self._beta = self.smoothing
             self._avg_count = 0
             self._loss: float | None = None
             self._last_loss: float | None = None
@@ -313,7 +317,9 @@ class TrainingState:
             self._global = int(first_global_step)
             self._has_validation = bool(has_validation)
             self._eval_steps = int(eval_steps) if eval_steps else None
-            self._loss_series = Buckets(self.max_points, planned=self._epochs * self._spe)
+            planned = self._epochs * self._spe
+            self._loss_series = Buckets(self.max_points, planned=planned)
+            self._beta = min(self.smoothing, 1 - 25 / planned) if planned > 25 else self.smoothing
             self._lr = _finite(lr)
             if self._lr is not None and kind == "train":
                 self._lr_series.add(self._first_global, self._lr)
@@ -354,7 +360,7 @@ class TrainingState:
             self._version += 1
 
     def _add_losses(self, first_x: int, losses: Sequence[float]) -> None:
-        beta = self.smoothing
+        beta = self._beta
         avg, count = self._avg, self._avg_count
         level = self._loss
         for x, value in enumerate(losses, start=first_x):
