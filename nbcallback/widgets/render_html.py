@@ -120,6 +120,9 @@ def payload(
     }
 
 
+_CELL = "padding:2px 8px"
+
+
 def _bar_html(bar: dict[str, Any]) -> str:
     color = _COLORS[bar["kind"]]
     width = 100.0 * bar["value"] / bar["max"]
@@ -132,19 +135,20 @@ def _bar_html(bar: dict[str, Any]) -> str:
 
 
 def _table_html(table: dict[str, Any]) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in table["header"])
+    # Inline padding: marimo's and some viewers' CSS ignore ``cellpadding`` and run the columns together.
+    head = "".join(f'<th style="{_CELL}">{_esc(h)}</th>' for h in table["header"])
     body = []
     for cells in table["rows"]:
         if len(cells) == 1:
             body.append(f'<tr><td colspan="{len(table["header"])}" style="text-align:center">{_esc(cells[0])}</td></tr>')
         else:
-            body.append("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
+            body.append("<tr>" + "".join(f'<td style="{_CELL}">{_esc(c)}</td>' for c in cells) + "</tr>")
     caption = ""
     if table["caption"]:
         caption = f'<caption style="caption-side:bottom;opacity:.7;text-align:left">{_esc(table["caption"])}</caption>'
     return (
-        '<table style="border-collapse:collapse;text-align:right;margin-top:4px;font-variant-numeric:tabular-nums" '
-        f'cellpadding="3">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        '<table style="border-collapse:collapse;text-align:right;margin-top:4px;font-variant-numeric:tabular-nums">'
+        f'{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     )
 
 
