@@ -5,13 +5,13 @@ import json
 import math
 import os
 import random
-from typing import Any
 
 import pytest
 
 from nbcallback.widgets.clock import CheckScheduler, FakeClock, Throttle
 from nbcallback.widgets.series import Buckets, Points
 from nbcallback.widgets.state import TrainingState
+from tests.widgets._reader import Reader, short as _short
 
 SEED_STATE = int(os.environ.get("NBCB_TEST_SEED", "0")) + 11
 
@@ -237,52 +237,6 @@ def test_plot_version_changes_with_the_plotted_data_only() -> None:
 
 
 # ---------------------------------------------------------------------- series and deltas
-
-
-class Reader:
-    """What the browser keeps per series: ``mergeDelta`` of static/dashboard.js, in Python.
-
-    ``merge`` returns "replaced", "ok" or "gap" exactly as the JS does; :meth:`points` is
-    ``seriesPoints`` (the held points followed by the provisional tail).
-    """
-
-    def __init__(self) -> None:
-        self.gen: int | None = None
-        self.cols: dict[str, list] = {"x": [], "y": [], "lo": [], "hi": []}
-        self.tail: dict[str, Any] | None = None
-
-    def merge(self, delta: dict[str, Any]) -> str:
-        start = delta.get("start", 0)
-        result = "ok"
-        if self.gen != delta["gen"]:
-            if start != 0:
-                return "gap"
-            self.gen = delta["gen"]
-            self.cols = {k: [] for k in self.cols}
-            result = "replaced"
-        elif start > len(self.cols["x"]):
-            return "gap"
-        else:
-            for column in self.cols.values():
-                del column[start:]
-        n = len(delta["x"])
-        for key, column in self.cols.items():
-            values = list(delta.get(key) or [])[:n]
-            column += values + [None] * (n - len(values))
-        self.tail = delta.get("tail")
-        return result
-
-    def points(self) -> dict[str, list]:
-        out = {k: list(v) for k, v in self.cols.items()}
-        if self.tail:
-            for key in out:
-                out[key].append(self.tail.get(key))
-        return out
-
-
-def _short(values: list) -> list:
-    """The wire's four significant digits."""
-    return [None if v is None else float(f"{v:.4g}") for v in values]
 
 
 def test_buckets_keep_the_band_and_the_smoothed_line_through_merges() -> None:
