@@ -294,6 +294,7 @@ def test_finish_replaces_the_widget_with_the_snapshot_and_the_png(sink: FakeDisp
     (image, metadata), = sink.plain
     assert base64.b64decode(image["image/png"]) == b"\x89PNG final" and metadata == {"image/png": {"width": 760}}
     assert widget.comm is None and renderer.widget is None  # closed: nothing left for the saved notebook
+    assert widget.layout.comm is None  # and the Layout model every DOMWidget brings along
     # A plot alone: the PNG takes the widget's place, no HTML beside it.
     alone = WidgetRenderer(frozenset({"plot"}), panels_for=_panels)
     alone.open(state.view(clock()), state, status=False)
@@ -309,7 +310,7 @@ def test_abort_closes_the_widget(sink: FakeDisplay) -> None:
     renderer.open(state.view(clock()), state)
     widget = renderer.widget
     renderer.abort()
-    assert widget.comm is None
+    assert widget.comm is None and widget.layout.comm is None
     renderer.update(state.view(clock()), state)  # after the end: nothing, no error
 
 
@@ -392,7 +393,7 @@ def test_callbacks_open_one_widget_per_run_and_leave_the_snapshot(kernel: FakeDi
     model.fit(2, batches(40), batches(5, seed=1), callbacks=[callback])
     assert len(kernel.handles) == 1
     widget = kernel.handles[0].bundles[0]
-    assert isinstance(widget, DashboardWidget) and widget.comm is None
+    assert isinstance(widget, DashboardWidget) and widget.comm is None and widget.layout.comm is None
     final = kernel.handles[0].bundles[-1]
     has_plot = factory is not ProgressBar
     assert "Training finished: 2/2 epochs, 80/80 steps" in final["text/plain"]
@@ -431,26 +432,56 @@ def test_the_final_png_decodes_at_twice_its_css_size(kernel: FakeDisplay) -> Non
     assert image["text/plain"].startswith("<loss plot, PNG: Training finished: 2/2 epochs")
 
 
-def test_progress_bar_and_loss_plot_together_show_one_status_line(kernel: FakeDisplay) -> None:
+def _record_views(monkeypatch: pytest.MonkeyPatch) -> dict[int, list[dict[str, Any]]]:
+    """id(renderer) -> every ``view`` value its widget was given, the one it opened with first."""
+    views: dict[int, list[dict[str, Any]]] = {}
+    for name in ("open", "update"):
+        original = getattr(WidgetRenderer, name)
+
+        def spy(self, view, state, status=True, _original=original):
+            _original(self, view, state, status)
+            if self.widget is not None:
+                views.setdefault(id(self), []).append(self.widget.view)
+
+        monkeypatch.setattr(WidgetRenderer, name, spy)
+    return views
+
+
+@pytest.mark.parametrize("order", ["plot first", "bar first"])
+def test_progress_bar_and_loss_plot_together_show_one_status_line(kernel: FakeDisplay, monkeypatch, order) -> None:
+    views = _record_views(monkeypatch)
     model, _ = new_model()
     clock = FakeClock()
     plot, bar = LiveLossPlot(display="widget", clock=clock), ProgressBar(display="widget", clock=clock)
-    views: dict[str, list[dict[str, Any]]] = {"plot": [], "bar": []}
+    callbacks = [plot, bar] if order == "plot first" else [bar, plot]
+    model.fit(1, batches(60), batches(5, seed=1), callbacks=[Ticker(clock, 0.05), *callbacks])
+    plot_views, bar_views = views[id(plot.renderer)], views[id(bar.renderer)]
+    assert len(plot_views) > 3 and len(bar_views) > 3
+    assert all(v["status"] is None for v in plot_views)  # from the first view on: no flicker of a second line
+    assert all(v["status"] is not None for v in bar_views)
+    finals = [h.bundles[-1] for h in kernel.handles]
+    assert sorted(tuple(sorted(f)) for f in finals) == [("image/png", "text/plain"), ("text/html", "text/plain")]
+    html = "".join(f.get("text/html", "") for f in finals)
+    assert html.count("✔ finished") == 1 and "Training finished" in html
 
-    class Watch(Callback):
-        def on_train_step_end(self, run_context) -> None:
-            for name, cb in (("plot", plot), ("bar", bar)):
-                widget = getattr(cb.renderer, "widget", None)
-                if widget is not None and (not views[name] or views[name][-1] is not widget.view):
-                    views[name].append(widget.view)
 
-    model.fit(1, batches(60), batches(5, seed=1), callbacks=[Ticker(clock, 0.05), plot, bar, Watch()])
-    assert views["plot"] and views["bar"]
-    assert all(v["status"] is None for v in views["plot"])
-    assert all(v["status"] is not None for v in views["bar"])
-    plot_final, bar_final = (h.bundles[-1] for h in kernel.handles)
-    assert set(plot_final) == {"image/png", "text/plain"}  # the plot's slot: only the picture
-    assert "Training finished" in bar_final["text/plain"] and bar_final["text/html"].count("✔ finished") == 1
+def test_a_progress_bar_that_shows_nothing_leaves_the_status_to_the_plot(kernel: FakeDisplay, monkeypatch) -> None:
+    views = _record_views(monkeypatch)
+    model, _ = new_model()
+    plot = LiveLossPlot(display="widget")
+    model.train(1, batches(20), callbacks=[plot, ProgressBar(display="off")])
+    assert all(v["status"] is not None for v in views[id(plot.renderer)])
+
+
+def test_background_runs_show_one_status_line_too(kernel: FakeDisplay, monkeypatch) -> None:
+    from nbcallback.widgets import run_in_background
+
+    views = _record_views(monkeypatch)
+    model, _ = new_model()
+    plot, bar = LiveLossPlot(display="widget"), ProgressBar(display="widget")
+    run_in_background(model.train, 1, batches(20), callbacks=[plot, bar]).wait(timeout=60)
+    assert all(v["status"] is None for v in views[id(plot.renderer)])
+    assert all(v["status"] is not None for v in views[id(bar.renderer)])
 
 
 def test_display_failure_never_stops_training(monkeypatch: pytest.MonkeyPatch) -> None:
