@@ -272,6 +272,12 @@ def test_buckets_planned_wide_enough_never_merge_and_nan_is_a_gap() -> None:
     assert buckets.gen == 0 and len(buckets) <= 100  # the plan fitted: nothing was resent
     points = buckets.points()
     assert points["lo"][0] == 1.0  # the NaN of step 5 does not poison its bucket
+    exact = Buckets(max_points=100, planned=800)  # the plan fills every bucket exactly
+    for step in range(1, 801):
+        exact.add(step, 1.0, 1.0)
+    assert (exact.width, exact.gen, len(exact)) == (8, 0, 100)
+    exact.add(801, 1.0, 1.0)  # one step past the plan: merge, still within max_points
+    assert exact.gen == 1 and len(exact) <= 100
     gap = Buckets(max_points=10)
     gap.add(1, math.nan, None)
     assert gap.points() == {"x": [1.0], "lo": [None], "hi": [None], "y": [None]}
