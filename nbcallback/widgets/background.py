@@ -77,7 +77,7 @@ class BackgroundRun:
     def start(self) -> "BackgroundRun":
         """Open the live views on this thread, then start training on the background thread."""
         for callback in self.callbacks:
-            callback._prepare_background()
+            callback._prepare_background(tuple(self.callbacks))
         self.started_at = time.monotonic()
         self._thread.start()
         return self

@@ -256,6 +256,7 @@ class LiveCallback(Callback):
         self.mode = "off"
         self.renderer: Any = NullRenderer()
         self._shared: RunShared | None = None
+        self._siblings: tuple[LiveCallback, ...] = ()
         self._cb_params: Any = {}
         self._train_ctx: RunContext | None = None
         self._eval_ctx: RunContext | None = None
@@ -382,10 +383,23 @@ class LiveCallback(Callback):
         )
 
     def _shows_status(self) -> bool:
-        """One status line per run: a plot-only callback leaves it to a progress callback beside it."""
-        if "progress" in self._PARTS or self._shared is None:
+        """One status line per run: a plot-only callback leaves it to a progress callback beside it.
+
+        The run's callbacks are known before they join the run (``cb_params.list_callback``, or the
+        background run's list), so the first view is already right, whichever callback opens first.
+        """
+        if "progress" in self._PARTS:
             return True
-        return not any("progress" in getattr(m, "_PARTS", ()) for m in self._shared.members if m is not self)
+        others = list(self._siblings)
+        if self._shared is not None:
+            others += self._shared.members
+        if hasattr(self._cb_params, "get"):
+            others += list(self._cb_params.get("list_callback") or ())
+        return not any(
+            other is not self and isinstance(other, LiveCallback) and "progress" in other._PARTS
+            and other.display != "off"
+            for other in others
+        )
 
     def _lr_from_widget(self, lr: float) -> None:
         self._pending_lr = lr
@@ -405,15 +419,19 @@ class LiveCallback(Callback):
         view = self.state.view(self._clock(), live_rows=self.live_rows)
         self._guard(lambda: self.renderer.open(view, self.state, self._shows_status()))
 
-    def _prepare_background(self) -> None:
+    def _prepare_background(self, siblings: tuple["LiveCallback", ...] = ()) -> None:
         """Open the view on the calling (main) thread before a background run starts.
 
         The display call then belongs to the cell that started the run, whatever
         cell runs when the training thread reaches ``on_train_begin``.
+
+        Args:
+            siblings: the run's display callbacks (one status line for them all).
         """
         if self._depth:
             raise RuntimeError(f"{type(self).__name__} is already in use by a running training")
         self._init_run()
+        self._siblings = tuple(siblings)
         self._background = True
         self._open(rank=0)
         self._prepared = True
@@ -746,6 +764,7 @@ class LiveCallback(Callback):
             self._run_kind = None
             self._cb_params = {}
             self._train_ctx = self._eval_ctx = None
+            self._siblings = ()
             self._losses = []
             self._append = _DISCARD
 
@@ -810,7 +829,7 @@ class LiveCallback(Callback):
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""
         state = dict(self.__dict__)
-        for key in ("renderer", "_shared", "_cb_params", "_train_ctx", "_eval_ctx", "_losses", "_append", "state"):
+        for key in ("renderer", "_shared", "_siblings", "_cb_params", "_train_ctx", "_eval_ctx", "_losses", "_append", "state"):
             state.pop(key, None)
         return state
 

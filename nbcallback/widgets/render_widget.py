@@ -84,6 +84,15 @@ class DashboardWidget(anywidget.AnyWidget):
             self.resync.set()
 
 
+def _close(widget: DashboardWidget) -> None:
+    """Close the widget and the ``Layout`` model every ipywidgets ``DOMWidget`` creates with it
+    (``Widget.close`` leaves child models open: a saved notebook would keep the layout's state)."""
+    layout = getattr(widget, "layout", None)
+    widget.close()
+    if layout is not None and getattr(layout, "comm", None) is not None:
+        layout.close()
+
+
 def _marimo_output() -> Any:
     """marimo's output module while a marimo notebook runs this cell, else None."""
     from nbcallback.widgets.env import in_marimo
@@ -210,7 +219,7 @@ class WidgetRenderer:
                     self._handle.update(image if png is not None else bundle, raw=True, metadata=metadata)
         finally:
             if widget is not None:
-                widget.close()
+                _close(widget)
 
     def _finish_marimo(self, bundle: dict[str, str], png: bytes | None) -> None:
         mo = self._marimo
@@ -223,7 +232,7 @@ class WidgetRenderer:
         """The display failed: close the widget, leave the rest."""
         widget, self.widget = self.widget, None
         if widget is not None:
-            widget.close()
+            _close(widget)
 
 
 class StaticRenderer:

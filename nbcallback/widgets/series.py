@@ -112,7 +112,7 @@ class Buckets:
         self.lo.append(tail[2])
         self.hi.append(tail[3])
         self.y.append(tail[4])
-        if len(self.x) > self.max_points:
+        if len(self.x) >= self.max_points:  # room for the tail: at most max_points points in all
             self._merge()
 
     def _merge(self) -> None:

@@ -1,67 +1,119 @@
 """CJK titles and labels in the final PNG plot: drawn with an installed CJK font, never as tofu.
 
-nbcallback's own labels are ASCII (DejaVu Sans, matplotlib's default, has them).
+nbcallback's own English labels are ASCII (DejaVu Sans, matplotlib's default, has them).
 Titles and metric names a user passes (``LiveLossPlot(groups={"精度": [...]})``,
-``metrics={"准确率": ...}``) can be Chinese: the plot falls back to an installed
-CJK font (Debian ``fonts-noto-cjk`` or ``fonts-wqy-microhei``, conda-forge
-``font-ttf-noto-cjk``), which ``binder/apt.txt`` installs. Without one, matplotlib
-draws boxes and warns "Glyph ... missing"; the test is then skipped (no CJK font
-on this machine), as the README says.
+``metrics={"准确率": ...}``) and the Chinese labels of ``lang="zh_CN"`` need a CJK font:
+``plot.render_png`` falls back to an installed one (Debian ``fonts-noto-cjk`` or
+``fonts-wqy-microhei``, conda-forge ``font-ttf-noto-cjk``), which ``binder/apt.txt``
+installs. Without one, matplotlib draws boxes and warns "Glyph ... missing from
+font(s)"; the CJK tests are then skipped (no CJK font on this machine), as the README says.
 """
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
 import warnings
 
 import pytest
 
 from nbcallback.widgets.clock import FakeClock
-from nbcallback.widgets.plot import LossPlot, cjk_fallback_fonts
+from nbcallback.widgets.panels import Line, Panel, default_panels
+from nbcallback.widgets.plot import PANEL_HEIGHT, PANEL_WIDTH, cjk_fallback_fonts, render_png
 from nbcallback.widgets.state import TrainingState
+from nbcallback.widgets.words import Words
+
+TITLE, METRIC = "精度（测试集）", "准确率"
 
 
-def _run(groups: dict[str, list[str]] | None, metric: str) -> tuple[bytes, list[str]]:
+def _data(metric: str) -> TrainingState:
     clock = FakeClock()
     state = TrainingState()
-    state.start(clock(), epochs=2, steps_per_epoch=50, has_validation=True, eval_steps=5)
-    plot = LossPlot(groups=groups)
+    state.start(clock(), epochs=2, steps_per_epoch=50, has_validation=True, eval_steps=5, lr=0.1)
+    step = 0
+    for epoch in (1, 2):
+        state.begin_epoch(epoch, clock())
+        clock.advance(1.0)
+        step += 50
+        state.record_steps(clock(), step, [1.0 / (step + i) for i in range(50)])
+        state.set_lr(0.1 / epoch)
+        state.add_eval_row(clock(), {metric: 0.8 + 0.05 * epoch, "eval_loss": 0.6 / epoch}, epoch=epoch, step=step)
+        state.end_epoch(epoch, clock(), validated=True)
+    return state
+
+
+def _render(panels: list[Panel], state: TrainingState, w: Words = Words("en")) -> tuple[bytes, list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        step = 0
-        for epoch in (1, 2):
-            state.begin_epoch(epoch, clock())
-            clock.advance(1.0)
-            step += 50
-            state.record_steps(clock(), step, [1.0 / (step + i) for i in range(50)])
-            state.add_eval_row(clock(), {metric: 0.8 + 0.05 * epoch, "eval_loss": 0.6 / epoch}, epoch=epoch, step=step)
-            state.end_epoch(epoch, clock(), validated=True)
-        png = plot.render(state.plot_data(), final=True)
-    plot.close()
+        png = render_png(panels, state.plot_data(), w)
     assert png is not None
-    return png, [str(w.message) for w in caught]
+    return png, [str(item.message) for item in caught if "missing from font" in str(item.message)]
 
 
-def test_nbcallbacks_own_labels_never_miss_a_glyph() -> None:
-    _, messages = _run(None, "accuracy")
-    assert not [m for m in messages if "missing from font" in m], messages
-
-
-def test_a_cjk_title_and_metric_name_render_with_a_cjk_font() -> None:
+def _cjk_font_or_skip() -> list[str]:
+    fc_list = shutil.which("fc-list")
+    system = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True, timeout=30).stdout \
+        if fc_list else ""
     fonts = cjk_fallback_fonts()
     if not fonts:
-        pytest.skip("no CJK font installed (apt-get install fonts-wqy-microhei or fonts-noto-cjk)")
-    png, messages = _run({"精度（测试集）": ["准确率"]}, "准确率")
-    assert not [m for m in messages if "missing from font" in m], messages
+        pytest.skip("no CJK font that plot.py knows is installed (fc-list :lang=zh: "
+                    f"{system.strip() or 'none'}); apt-get install fonts-wqy-microhei or fonts-noto-cjk")
+    return fonts
+
+
+def _user_panels(state: TrainingState, w: Words = Words("en")) -> list[Panel]:
+    data = state.plot_data()
+    return default_panels(data.metrics, groups={TITLE: [METRIC]}, lr=data.lr_changed, w=w,
+                          extra=[Panel("学习率与准确率", [Line("eval:" + METRIC, METRIC, "m2", "points")])])
+
+
+def test_nbcallbacks_own_english_labels_never_miss_a_glyph() -> None:
+    state = _data("accuracy")
+    data = state.plot_data()
+    _, missing = _render(default_panels(data.metrics, lr=data.lr_changed), state)
+    assert not missing, missing
+
+
+def test_cjk_titles_metric_names_and_legends_render_with_a_cjk_font() -> None:
+    _cjk_font_or_skip()
+    state = _data(METRIC)
+    png, missing = _render(_user_panels(state), state)
+    assert not missing, missing  # every glyph came from a font that has it: no tofu
     from PIL import Image
 
-    assert Image.open(io.BytesIO(png)).size[0] > 0
+    image = Image.open(io.BytesIO(png))
+    assert image.size == (2 * 3 * PANEL_WIDTH, 2 * 2 * PANEL_HEIGHT)  # loss, 精度, lr, the extra panel
+
+
+def test_the_chinese_display_labels_its_panels_and_axes_without_tofu() -> None:
+    _cjk_font_or_skip()
+    zh = Words("zh_CN")
+    state = _data(METRIC)
+    panels = _user_panels(state, zh)
+    assert panels[0].title != "loss" and panels[0].lines[0].label != "train"  # the Chinese words are used
+    _, missing = _render(panels, state, zh)
+    assert not missing, missing
+
+
+def test_the_check_sees_tofu_when_no_cjk_font_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests above would pass for nothing if matplotlib stopped warning: without the fallback
+    font the same plot must report missing glyphs."""
+    import nbcallback.widgets.plot as plot
+
+    monkeypatch.setattr(plot, "cjk_fallback_fonts", lambda: [])
+    state = _data(METRIC)
+    from matplotlib import rc_context
+
+    with rc_context({"font.family": ["DejaVu Sans"]}):
+        _, missing = _render(_user_panels(state), state)
+    assert missing and any(f"{ord(TITLE[0]):X}" in m or TITLE[0] in m for m in missing), missing
 
 
 def test_without_a_cjk_font_the_figure_keeps_rcparams_font(monkeypatch: pytest.MonkeyPatch) -> None:
     import nbcallback.widgets.plot as plot
 
     monkeypatch.setattr(plot, "cjk_fallback_fonts", lambda: [])
-    assert plot._font_family() is None  # texts get fontfamily=None: rcParams decide, as before
+    assert plot._font_family() is None  # texts get no fontfamily: rcParams decide
     monkeypatch.setattr(plot, "cjk_fallback_fonts", lambda: ["WenQuanYi Micro Hei"])
     from matplotlib import rcParams
 

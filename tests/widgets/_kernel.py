@@ -22,8 +22,8 @@ import nbformat
 from nbclient import NotebookClient
 
 REPO = Path(__file__).resolve().parents[2]
-OUR_MODELS = ("HTMLModel", "ImageModel", "ButtonModel", "FloatTextModel", "VBoxModel", "HBoxModel", "LayoutModel",
-              "HTMLStyleModel", "ButtonStyleModel", "DescriptionStyleModel")
+#: The widget model of the live view (render_widget.DashboardWidget, an anywidget).
+OUR_MODELS = ("AnyModel",)
 
 #: Synthetic data with a learnable signal; every notebook starts with it.
 SETUP = '''\
@@ -107,12 +107,16 @@ class RecordingClient(NotebookClient):
         self.closed: set[str] = set()
         self.stock_state: dict[str, Any] = {}
         self.stock_buffers: dict[str, Any] = {}
+        #: (cell index, msg_type, content) of every comm_open / comm_msg / comm_close, in order.
+        self.comms: list[tuple[int, str, dict[str, Any]]] = []
 
     def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
         msg_type = msg["msg_type"]
         if msg_type not in ("status", "execute_input"):
             buffers = len(msg.get("buffers") or ())
             self.messages.append((time.monotonic(), msg_type, message_bytes(msg), cell_index, buffers))
+        if msg_type in ("comm_open", "comm_msg", "comm_close"):
+            self.comms.append((cell_index, msg_type, msg["content"]))
         if msg_type == "comm_open":
             state = msg["content"].get("data", {}).get("state", {})
             self.opened[msg["content"]["comm_id"]] = state.get("_model_name", "?")
@@ -129,6 +133,28 @@ class RecordingClient(NotebookClient):
                 self.widget_state.pop(comm_id, None)
                 self.widget_buffers.pop(comm_id, None)
         super().set_widgets_metadata()
+
+    def widget_views(self, cell_index: int) -> dict[str, list[dict[str, Any]]]:
+        """comm id -> the successive ``view`` values a front end received (the comm_open's state first)."""
+        views: dict[str, list[dict[str, Any]]] = {}
+        for index, msg_type, content in self.comms:
+            if index != cell_index:
+                continue
+            state = content.get("data", {}).get("state", {})
+            if msg_type == "comm_open" and state.get("_model_name") in OUR_MODELS:
+                views[content["comm_id"]] = [state["view"]] if state.get("view") else []
+            elif msg_type == "comm_msg" and content["comm_id"] in views and "view" in state:
+                views[content["comm_id"]].append(state["view"])
+        return views
+
+    def widget_specs(self, cell_index: int) -> dict[str, dict[str, Any]]:
+        """comm id -> the last ``spec`` a front end received."""
+        specs: dict[str, dict[str, Any]] = {}
+        for index, msg_type, content in self.comms:
+            state = content.get("data", {}).get("state", {})
+            if index == cell_index and msg_type in ("comm_open", "comm_msg") and "spec" in state:
+                specs[content["comm_id"]] = state["spec"]
+        return specs
 
     def cell_messages(self, cell_index: int) -> list[tuple[float, str, int, int, int]]:
         """The recorded messages of one cell."""

@@ -319,22 +319,15 @@ def test_callbacks_pickle_without_their_run() -> None:
     assert clone.view().status == "finished"
 
 
-def test_usable_cpus_honours_cgroup_quotas(tmp_path) -> None:
-    """A container's CPU quota caps the count that decides whether a plot helper process is worth it."""
-    from nbcallback.widgets.env import usable_cpus
-
-    visible = usable_cpus(str(tmp_path / "nothing"))  # no cgroup files: the affinity mask
-    assert visible >= 1
-    v2 = tmp_path / "v2"
-    v2.mkdir()
-    (v2 / "cpu.max").write_text("150000 100000\n")  # 1.5 CPUs -> 1 whole CPU to plan with
-    assert usable_cpus(str(v2)) == 1
-    (v2 / "cpu.max").write_text("max 100000\n")
-    assert usable_cpus(str(v2)) == visible
-    v1 = tmp_path / "v1" / "cpu"
-    v1.mkdir(parents=True)
-    (v1 / "cpu.cfs_quota_us").write_text("100000\n")
-    (v1 / "cpu.cfs_period_us").write_text("100000\n")
-    assert usable_cpus(str(tmp_path / "v1")) == 1
-    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
-    assert usable_cpus(str(tmp_path / "v1")) == visible
+@pytest.mark.parametrize("factory", [ProgressBar, LiveLossPlot, Dashboard])
+def test_arguments_of_the_png_design_warn_and_typos_still_fail(factory) -> None:
+    for name, value in (("plot_interval", 2.0), ("plot_budget", 0.1), ("plot_process", True), ("width", 600),
+                        ("height", 400), ("dpi", 100)):
+        with pytest.warns(FutureWarning, match=f"{name} no longer has an effect") as caught:
+            callback = factory(display="off", **{name: value})
+        assert caught[0].filename == __file__  # the warning points at the user's line
+        assert callback.display == "off"
+    with pytest.warns(FutureWarning, match="dpi, width no longer"):
+        factory(display="off", width=600, dpi=80)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'plot_intervall'"):
+        factory(display="off", plot_intervall=2.0)

@@ -1,16 +1,19 @@
 """Kernel-level tests: real ipykernel, real comms, saved notebooks.
 
-* nbclient executes a small notebook; we count iopub traffic, check the saved
-  notebook (size, widget state, static snapshot, nbformat validation,
-  nbconvert HTML).
+* nbclient executes a small notebook; we read the comm traffic the way a front
+  end would (the ``view`` deltas of the one anywidget model must add up to the
+  series), count messages per second, and check the saved notebook (the static
+  snapshot and the PNG in place of the widget, no widget state, nbconvert HTML).
 * A jupyter_client session acts while a cell runs: the interrupt button, and
-  the Stop / lr widgets driven by comm messages sent the way JupyterLab >= 4.4
-  sends them (over a kernel subshell), plus the background-thread mode.
+  the widget's ``stop`` / ``lr`` messages sent the way JupyterLab >= 4.4 sends
+  them (over a kernel subshell), plus the background-thread mode.
 
 Each kernel runs with OMP_NUM_THREADS=1 and tiny synthetic data.
 """
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
 import time
@@ -28,15 +31,19 @@ from tests.widgets._kernel import (
     traffic_stats,
     widget_view_outputs,
 )
+from tests.widgets._reader import accumulate, short
 
 pytest.importorskip("ipykernel")
 pytest.importorskip("nbclient")
+pytest.importorskip("anywidget")
 
 FIT_CELL = """\
 print("before the run")
 dash = Dashboard()
 model.fit(3, train_ds, valid_ds, callbacks=[dash, Pace(0.004)])
 print("after the run")
+import json
+print("SERIES " + json.dumps(dash.state.plot_data().series))
 """
 
 
@@ -48,80 +55,129 @@ def executed(tmp_path_factory: pytest.TempPathFactory):
         [
             FIT_CELL,
             "metrics = model.eval(valid_ds, callbacks=[ProgressBar()])\nprint(metrics)",
-            "model.train(1, train_ds, callbacks=[LiveLossPlot(), ProgressBar()])",
+            "model.train(1, train_ds, callbacks=[LiveLossPlot(), ProgressBar(), Pace(0.004)])",
             "model.fit(1, train_ds, valid_ds, callbacks=[Dashboard(display='final')])",
-            "print('next cell runs', opt.param_groups[0]['lr'])",
+            "bar = ProgressBar(plot_interval=2.0, dpi=80)\nprint('next cell runs', opt.param_groups[0]['lr'])",
         ]
     )
     client, path = run_notebook(nb, tmp)
     return client, nbformat.read(path, as_version=4), path
 
 
+def _series_printed(cell) -> dict:
+    line = next(line for line in cell_text(cell).splitlines() if line.startswith("SERIES "))
+    return json.loads(line[len("SERIES "):])
+
+
+def test_one_widget_per_run_and_its_view_deltas_add_up_to_the_series(executed) -> None:
+    client, nb, _ = executed
+    views = client.widget_views(1)
+    assert len(views) == 1, "one anywidget model for the whole dashboard"
+    (comm_id, sent), = views.items()
+    assert len(sent) >= 8  # the view was updated while the 3 epochs trained
+    spec = client.widget_specs(1)[comm_id]
+    assert spec["parts"] == ["controls", "plot", "progress", "table"]  # ipykernel 7 + JupyterLab: controls
+    assert spec["x_range"] == [0.0, 450.0] and spec["epoch_marks"] == [150.0, 300.0]
+    assert [p["title"] for p in spec["panels"]] == ["loss", "accuracy"]
+    # What the browser holds after merging every delta, as dashboard.js's mergeDelta does.
+    readers = accumulate(sent)
+    final = _series_printed(nb.cells[1])
+    held = readers["loss"].points()
+    n = len(held["x"])
+    # The last refresh can come up to a quarter of a second before the end (then the snapshot replaces
+    # the widget): the browser holds the run's series up to there, exactly.
+    assert held["x"][:-1] == [int(x) for x in final["loss"]["x"][: n - 1]]
+    for key in ("lo", "hi", "y"):
+        assert held[key][:-1] == short(final["loss"][key][: n - 1]), key
+    assert held["x"][-1] >= 300  # the last refresh came near the end (450); its exact step depends on timing
+    accuracy = readers["eval:accuracy"].points()
+    assert accuracy["x"] == final["eval:accuracy"]["x"][: len(accuracy["x"])] and len(accuracy["x"]) >= 2
+    assert accuracy["y"] == short(final["eval:accuracy"]["y"][: len(accuracy["y"])])
+    # Each later update carries only the new points: no message resends the history.
+    later = [len(v.get("series", {}).get("loss", {}).get("x", [])) for v in sent[2:]]
+    assert max(later) <= 200, later  # about a quarter of a second of steps each
+    last = sent[-1]
+    assert last["bars"][0]["kind"] == "epoch" and last["status"]["state"] == "running"
+
+
 def test_live_traffic_is_throttled(executed) -> None:
     client, _, _ = executed
     stats = traffic_stats(client.cell_messages(1))
-    print(json.dumps({k: v for k, v in stats.items()}, indent=1, default=str))
+    print(json.dumps(stats, indent=1, default=str))
     types = stats["by_type"]
-    assert types["comm_open"] == 10  # one widget tree per fit: 10 models, opened once
-    assert types["comm_close"] == 10  # ... and every one closed
-    assert types["display_data"] == 2 and types["update_display_data"] == 2  # progress+controls, plot
-    assert stats["live_rate"] <= 5.0
-    assert stats["live_peak_per_s"] <= 10
-    # Plot frames travel as binary buffers of the Image widget; text ticks are plain state updates.
-    text_ticks = [m for m in client.cell_messages(1) if m[1] == "comm_msg" and not m[4]]
-    frames = [m for m in client.cell_messages(1) if m[1] == "comm_msg" and m[4]]
-    assert text_ticks and all(m[2] <= 2048 for m in text_ticks)  # <= 2 KB per text tick
-    assert frames and all(m[2] <= 40_000 for m in frames)  # <= 40 KB per plot frame
-    assert stats["live_bytes_per_s"] <= 25_000
+    # One DashboardWidget and the Layout model ipywidgets gives every DOMWidget: opened once, both closed.
+    assert types["comm_open"] == 2 and types["comm_close"] == 2
+    assert types["display_data"] == 2 and types["update_display_data"] == 1  # widget then PNG; the snapshot
+    assert stats["live_seconds"] > 1.5  # long enough to measure a rate
+    assert stats["live_rate"] <= 5.0  # <= 4 refreshes a second, one message each
+    assert stats["live_peak_per_s"] <= 8
+    updates = [m for m in client.cell_messages(1) if m[1] == "comm_msg"]
+    assert updates and max(m[2] for m in updates[1:]) <= 4096  # a tick is small: deltas, not the whole series
+    assert stats["live_bytes_per_s"] <= 20_000
 
 
-def test_saved_notebook_holds_the_static_snapshot_and_no_widget_state(executed) -> None:
+def test_the_snapshot_replaces_the_widget_in_the_saved_notebook(executed) -> None:
     client, nb, path = executed
     assert our_widget_models(nb) == []
     assert widget_view_outputs(nb) == 0
+    assert set(client.opened) <= client.closed  # no widget model left open, in any cell
     nbformat.validate(nb)
     fit_cell = nb.cells[1]
     kinds = [out["output_type"] for out in fit_cell.outputs]
     assert kinds == ["stream", "display_data", "display_data", "stream"]  # other output of the cell survives
     snapshot = fit_cell.outputs[1]["data"]
+    assert set(snapshot) == {"text/html", "text/plain"}
     plain = snapshot["text/plain"]
     assert plain.startswith("Training finished: 3/3 epochs, 450/450 steps")
     assert "accuracy" in plain and "eval_loss" in plain
     html = snapshot["text/html"]
     assert html.count("<tr>") == 4  # header + one row per evaluation
-    assert 'value="150" max="150"' in html and 'value="3" max="3"' in html
+    assert html.count("width:100.0%") == 2 and "✔ finished" in html  # both bars full, the status
     assert "<img" not in html  # the plot is its own image/png output, which GitHub also renders
-    plot = fit_cell.outputs[2]["data"]
-    assert set(plot) == {"image/png", "text/plain"}
-    import base64
+    plot = fit_cell.outputs[2]
+    assert set(plot["data"]) == {"image/png", "text/plain"}
+    raw = base64.b64decode(plot["data"]["image/png"])
+    from PIL import Image
 
-    raw = base64.b64decode(plot["image/png"])
-    assert raw[:8] == b"\x89PNG\r\n\x1a\n" and len(raw) <= 40_000
+    from nbcallback.widgets.plot import PANEL_HEIGHT, PANEL_WIDTH
+
+    image = Image.open(io.BytesIO(raw))
+    assert image.size == (2 * 2 * PANEL_WIDTH, 2 * PANEL_HEIGHT)  # loss + accuracy at 2x
+    assert plot["metadata"] == {"image/png": {"width": 2 * PANEL_WIDTH}}  # shown at CSS size
     fit_bytes = len(json.dumps(fit_cell))
     print(f"saved fit cell: {fit_bytes} bytes; whole notebook {path.stat().st_size} bytes; PNG {len(raw)} bytes")
-    assert fit_bytes <= 60_000
-    # The eval-only and the plot-only runs left their own snapshots.
+    assert fit_bytes <= 80_000
+    # The eval-only run left its own snapshot, without a plot.
     assert cell_text(nb.cells[2]).startswith("Evaluation finished: 30/30 steps")
-    assert [set(out["data"]) for out in nb.cells[3].outputs[:2]] == [{"text/html", "text/plain"}, {"image/png", "text/plain"}]
-    assert "Training finished: 1/1 epochs" in cell_text(nb.cells[3])
-    # display='final': nothing live, no widget at all, one snapshot.
-    final_cell = client.cell_messages(4)
-    assert not [m for m in final_cell if m[1].startswith("comm")]
+    assert not any("image/png" in out.get("data", {}) for out in nb.cells[2].outputs)
+    # display='final': nothing live, no widget at all, one snapshot and the PNG.
+    assert not [m for m in client.cell_messages(4) if m[1].startswith("comm")]
     assert [out["output_type"] for out in nb.cells[4].outputs] == ["display_data", "display_data"]
     assert "image/png" in nb.cells[4].outputs[1]["data"]
-    assert "next cell runs 0.05" in cell_text(nb.cells[5])
 
 
-def test_stock_nbclient_keeps_only_small_blanked_state(executed) -> None:
-    """nbclient 0.11 ignores comm_close and would save closed models; we blank them first."""
-    client, _, _ = executed
-    leftover = {cid: state for cid, state in client.widget_state.items()}
-    assert not leftover  # the recording client forgot the closed ones, like JupyterLab
-    stock_bytes = sum(len(json.dumps(s, default=str)) for s in client.stock_state.values())
-    print(f"state a stock nbclient would save: {len(client.stock_state)} models, {stock_bytes} bytes")
-    left = [b["data"] for buffers in client.stock_buffers.values() for b in buffers.values()]
-    assert all(len(data) == 0 for data in left)  # the Image models were blanked: no PNG kept
-    assert stock_bytes < 40 * 1024
+def test_progress_bar_and_loss_plot_together_show_one_status_line(executed) -> None:
+    client, nb, _ = executed
+    views = client.widget_views(3)
+    assert len(views) == 2
+    specs = client.widget_specs(3)
+    by_parts = {tuple(specs[cid]["parts"]): sent for cid, sent in views.items()}
+    assert set(by_parts) == {("plot",), ("progress", "table")}
+    assert all(v["status"] is None for v in by_parts[("plot",)])  # the plot leaves the status line ...
+    assert all(v["status"]["text"] for v in by_parts[("progress", "table")])  # ... to the progress bar
+    outputs = nb.cells[3].outputs
+    html = "".join(out.get("data", {}).get("text/html", "") for out in outputs)
+    assert html.count("✔ finished") == 1
+    assert sum("image/png" in out.get("data", {}) for out in outputs) == 1  # the plot's PNG in its place
+    assert cell_text(nb.cells[3]).count("Training finished: 1/1 epochs") == 2  # the snapshot and the PNG's alt text
+
+
+def test_removed_arguments_warn_in_the_notebook(executed) -> None:
+    _, nb, _ = executed
+    cell = nb.cells[5]
+    stderr = "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stderr")
+    assert "FutureWarning: ProgressBar(): dpi, plot_interval no longer has an effect" in stderr
+    assert "next cell runs 0.05" in cell_text(cell)
 
 
 def test_nbconvert_html_without_a_kernel(executed) -> None:
@@ -135,14 +191,28 @@ def test_nbconvert_html_without_a_kernel(executed) -> None:
     assert "Error displaying widget" not in body
 
 
-def test_interrupt_stop_button_lr_and_background_in_a_live_kernel() -> None:
+def _comm_of_run(ks: KernelSession, cell: str) -> str:
+    """The comm id of the DashboardWidget a cell opened."""
+    opened = ks.wait_for(
+        lambda m: m["msg_type"] == "comm_open" and m["parent_header"].get("msg_id") == cell
+        and m["content"].get("data", {}).get("state", {}).get("_model_name") == "AnyModel",
+        60,
+    )
+    return opened["content"]["comm_id"]
+
+
+def _wait_for_updates(ks: KernelSession, comm_id: str, count: int) -> None:
+    for _ in range(count):
+        ks.wait_for(lambda m: m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id, 60)
+
+
+def test_interrupt_stop_and_lr_messages_in_a_live_kernel() -> None:
     with KernelSession() as ks:
         assert ks.wait_idle(ks.execute(SETUP))["content"]["status"] == "ok"
 
         # 1. The interrupt button during a foreground fit: a graceful stop, then the next cell runs.
         cell = ks.execute("d = Dashboard()\nmodel.fit(20, train_ds, valid_ds, callbacks=[d, Pace(0.004)])\nprint('returned')")
-        ks.wait_for(lambda m: m["msg_type"] == "comm_msg" and m["parent_header"].get("msg_id") == cell, 60)
-        time.sleep(0.5)
+        _wait_for_updates(ks, _comm_of_run(ks, cell), 2)
         ks.interrupt()
         reply = ks.wait_idle(cell)
         assert reply["content"]["status"] == "ok", reply["content"]
@@ -153,54 +223,43 @@ def test_interrupt_stop_button_lr_and_background_in_a_live_kernel() -> None:
         ks.wait_idle(nxt)
         assert "next ok stopped" in ks.outputs_of(nxt)
 
-        # 2. Stop and lr widgets while the cell is busy, over a subshell (JupyterLab >= 4.4).
+        # 2. The widget's lr and stop messages while the cell is busy, over a subshell (JupyterLab >= 4.4).
         cell = ks.execute(
             "d = Dashboard()\nmodel.fit(60, train_ds, valid_ds, callbacks=[d, Pace(0.004)])\n"
-            "print('lr now', opt.param_groups[0]['lr'])"
+            "print('lr now', opt.param_groups[0]['lr'], 'changes', d.view().lr_changes)"
         )
-        ks.wait_for(lambda m: m["msg_type"] == "comm_msg" and m["parent_header"].get("msg_id") == cell, 60)
+        comm = _comm_of_run(ks, cell)
+        _wait_for_updates(ks, comm, 2)
         subshell = ks.create_subshell()
-        lr_box = ks.comm_ids("FloatTextModel")[-1]
-        button = ks.comm_ids("ButtonModel")[-1]
-        ks.send_comm(lr_box, {"method": "update", "state": {"value": 0.0123}, "buffer_paths": []}, subshell)
-        time.sleep(0.5)
+        ks.send_comm(comm, {"method": "custom", "content": {"type": "lr", "value": 0.0123}}, subshell)
+        ks.send_comm(comm, {"method": "custom", "content": {"type": "lr", "value": "not a number"}}, subshell)
+        # The next views show the new rate before the stop is sent.
+        ks.wait_for(lambda m: m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm
+                    and m["content"]["data"].get("state", {}).get("view", {}).get("controls", {}).get("lr") == 0.0123, 30)
         clicked = time.monotonic()
-        ks.send_comm(button, {"method": "custom", "content": {"event": "click"}}, subshell)
+        ks.send_comm(comm, {"method": "custom", "content": {"type": "stop"}}, subshell)
         ks.wait_for(lambda m: m["msg_type"] == "update_display_data" and m["parent_header"].get("msg_id") == cell, 30)
         latency = time.monotonic() - clicked
         ks.wait_idle(cell)
         out = ks.outputs_of(cell)
-        print(f"Stop button -> final snapshot: {latency:.3f} s")
+        print(f"Stop message -> final snapshot: {latency:.3f} s")
         assert "(Stop button)" in out and "lr set to 0.0123 at step" in out
         assert "lr now 0.0123" in out
         stopped_epoch = int(re.search(r"stopped by user at epoch (\d+)", out).group(1))
         assert stopped_epoch < 60  # the 60-epoch run was cut short
+        closed = [m for m in ks.iopub if m["msg_type"] == "comm_close" and m["content"]["comm_id"] == comm]
+        assert len(closed) == 1
 
-        # 3. Negative control: without clearing ipykernel's routing hint, the click
-        #    waits behind the busy cell (anchors §3) and the run is not stopped.
-        cell = ks.execute(
-            "import nbcallback.widgets.render_widget as rw\n_saved = rw.release_comm_routing\n"
-            "rw.release_comm_routing = lambda widget: False\n"
-            "try:\n    d = Dashboard()\n    model.fit(3, train_ds, valid_ds, callbacks=[d, Pace(0.004)])\n"
-            "finally:\n    rw.release_comm_routing = _saved\nprint('status:', d.view().status)"
-        )
-        ks.wait_for(lambda m: m["msg_type"] == "comm_msg" and m["parent_header"].get("msg_id") == cell, 60)
-        button = ks.comm_ids("ButtonModel")[-1]
-        ks.send_comm(button, {"method": "custom", "content": {"event": "click"}}, subshell)
-        ks.wait_idle(cell)
-        assert "status: finished" in ks.outputs_of(cell)
-
-        # 4. Background mode: the cell returns at once; clicks reach the idle main shell.
+        # 3. Background mode: the cell returns at once; messages reach the idle main shell.
         cell = ks.execute(
             "d = Dashboard()\nrun = run_in_background(model.fit, 60, train_ds, valid_ds, callbacks=[d, Pace(0.004)])"
         )
+        comm = _comm_of_run(ks, cell)
         assert ks.wait_idle(cell, 30)["content"]["status"] == "ok"
-        ks.wait_for(lambda m: m["msg_type"] == "comm_msg", 30)
-        lr_box = ks.comm_ids("FloatTextModel")[-1]
-        button = ks.comm_ids("ButtonModel")[-1]
-        ks.send_comm(lr_box, {"method": "update", "state": {"value": 0.02}, "buffer_paths": []})
+        _wait_for_updates(ks, comm, 2)
+        ks.send_comm(comm, {"method": "custom", "content": {"type": "lr", "value": 0.02}})
         time.sleep(0.3)
-        ks.send_comm(button, {"method": "custom", "content": {"event": "click"}})
+        ks.send_comm(comm, {"method": "custom", "content": {"type": "stop"}})
         wait = ks.execute("run.wait(timeout=60)\nprint(run)\nprint('lr', opt.param_groups[0]['lr'])")
         ks.wait_idle(wait)
         out = ks.outputs_of(wait)
