@@ -176,7 +176,7 @@ def test_removed_arguments_warn_in_the_notebook(executed) -> None:
     _, nb, _ = executed
     cell = nb.cells[5]
     stderr = "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stderr")
-    assert "FutureWarning: ProgressBar(): dpi, plot_interval no longer has an effect" in stderr
+    assert "FutureWarning: ProgressBar(): dpi, plot_interval no longer have an effect" in stderr
     assert "next cell runs 0.05" in cell_text(cell)
 
 
