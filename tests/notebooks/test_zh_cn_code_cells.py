@@ -131,14 +131,20 @@ def test_magics_and_shell_lines_compare_without_their_comments() -> None:
     assert sync_code.compare_cells("!ls ./checkpoint  # list\n%time x = 1\n", "!ls ./checkpoint  # 列出\n%time x = 1\n") is None
 
 
+# Code cell 0 of the tutorials is the Colab install cell (notebooks/colab_cells.py); the tutorial's own
+# code cells follow it, so the positions below count from there.
+COLAB = 1
+
+
 def _drifted_copy(tmp_path: Path) -> tuple[Path, Path]:
     """An English notebook with changed, inserted and removed code cells, and the committed Chinese one."""
     english_nb = nbformat.read(REPO / "notebooks" / "1_callback_tutorial.ipynb", as_version=4)
     drifted = copy.deepcopy(english_nb)
     code = [cell for cell in drifted.cells if cell.cell_type == "code"]
-    code[2].source = code[2].source.replace("64)", "32)")  # a changed argument (a NBVAL_CHECK_OUTPUT cell)
+    assert code[0].get("id") == "colab-install"
+    code[COLAB + 2].source = code[COLAB + 2].source.replace("64)", "32)")  # a changed argument (a NBVAL_CHECK_OUTPUT cell)
     inserted = nbformat.v4.new_code_cell('print("a new cell")')
-    drifted.cells.insert(drifted.cells.index(code[5]), inserted)  # a new cell before the tree() cell
+    drifted.cells.insert(drifted.cells.index(code[COLAB + 5]), inserted)  # a new cell before the tree() cell
     drifted.cells.remove(code[-1])  # the last cell (the accuracy check) is gone
     english = tmp_path / "en" / "1_callback_tutorial.ipynb"
     chinese = tmp_path / "zh" / "1_callback_tutorial.ipynb"
@@ -154,16 +160,16 @@ def test_a_drifted_english_notebook_fails_with_cell_index_and_diff(tmp_path: Pat
     differences = sync_code.compare(english, chinese)
     assert differences, "the drifted copy passed the check"
     first = differences[0]
-    assert first.index == 2 and first.cell == 5
+    assert first.index == COLAB + 2 and first.cell == COLAB + 5
     assert "-32" in first.diff and "+64" in first.diff
-    assert "code cell 2 (cell 5)" in str(first)
+    assert f"code cell {COLAB + 2} (cell {COLAB + 5})" in str(first)
 
 
 def test_sync_brings_the_chinese_notebook_back_in_step(tmp_path: Path) -> None:
     english, chinese = _drifted_copy(tmp_path)
     before = nbformat.read(chinese, as_version=4)
     changes = sync_code.sync(english, chinese)
-    assert any(line.startswith("code cell 2: the English code copied in, the Chinese lines") for line in changes), changes
+    assert any(line.startswith(f"code cell {COLAB + 2}: the English code copied in, the Chinese lines") for line in changes), changes
     assert any("inserted" in line for line in changes), changes
     assert any("removed" in line for line in changes), changes
     assert sync_code.compare(english, chinese) == []
@@ -175,14 +181,15 @@ def test_sync_brings_the_chinese_notebook_back_in_step(tmp_path: Path) -> None:
     old_code = [c for c in before.cells if c.cell_type == "code"]
     new_code = [c for c in after.cells if c.cell_type == "code"]
     # Unchanged cells keep their Chinese comments and their outputs; the replaced one is the English code, cleared.
-    assert new_code[1].source == old_code[1].source and "定义模型" in new_code[1].source
-    assert new_code[2].source.count("32)") == 2 and not new_code[2].outputs and new_code[2].execution_count is None
+    assert new_code[COLAB + 1].source == old_code[COLAB + 1].source and "定义模型" in new_code[COLAB + 1].source
+    assert new_code[COLAB + 2].source.count("32)") == 2
+    assert not new_code[COLAB + 2].outputs and new_code[COLAB + 2].execution_count is None
     # ... and in the changed cell, the lines whose code did not change stay Chinese.
-    assert '"训练集批次数："' in new_code[2].source and '"train batches:"' not in new_code[2].source
+    assert '"训练集批次数："' in new_code[COLAB + 2].source and '"train batches:"' not in new_code[COLAB + 2].source
     # The new cell sits where the English one does: just before the tree() cell, after its markdown.
-    assert new_code[5].source == 'print("a new cell")'
-    assert "def tree(folder)" in new_code[6].source
-    assert after.cells.index(new_code[5]) + 1 == after.cells.index(new_code[6])
+    assert new_code[COLAB + 5].source == 'print("a new cell")'
+    assert "def tree(folder)" in new_code[COLAB + 6].source
+    assert after.cells.index(new_code[COLAB + 5]) + 1 == after.cells.index(new_code[COLAB + 6])
     assert len(new_code) == len(old_code)  # one inserted, one removed
     # A second sync has nothing to do.
     assert sync_code.sync(english, chinese) == []

@@ -1,0 +1,195 @@
+"""Put the Google Colab badge and install cell into the tutorial notebooks (issue 20).
+
+Each notebook gets
+
+* an "Open in Colab" badge in its first markdown cell, under the title, linking
+  ``https://colab.research.google.com/github/nbcallback/nbcallback/blob/main/notebooks/<path>``;
+* a code cell with the id ``colab-install`` right after that markdown cell. Outside
+  Colab it does nothing (no output, so the committed outputs and nbval stay as they
+  were). On Colab (``google.colab`` imported in the kernel, as ``nbcallback.widgets.env.host``
+  checks) it pip-installs nbcallback from the repository (``$NBCALLBACK_PIP_SOURCE``,
+  default ``git+https://github.com/nbcallback/nbcallback``) with Colab's own torch,
+  ipywidgets, ipykernel ... pinned to their installed versions, so pip replaces none of
+  them. The data comes, as everywhere, from the notebook's own ``download_mnist()`` cell.
+
+The Chinese notebooks get the same code with Chinese comments and message (``sync_code.py``
+accepts those). Not ``5_exercises.ipynb``: otter-grader 7 requires ipywidgets >= 8.1.5, which
+would replace Colab's ipywidgets 7.7.1 (the pins make pip refuse), and otter's
+``Notebook.check`` on Colab needs the ``tests/`` folder beside the notebook, which a
+notebook opened from GitHub in Colab does not have.
+
+Run from the repository root::
+
+    python notebooks/colab_cells.py            # insert or update, in every notebook below
+    python notebooks/colab_cells.py --check    # exit 1 if a notebook is out of date
+    python notebooks/colab_cells.py 1_callback_tutorial.ipynb zh_CN/1_callback_tutorial.ipynb
+
+Updating a notebook keeps its other cells and outputs; an inserted install cell has no
+outputs (it prints nothing outside Colab), so the notebook need not be re-executed, but
+``python notebooks/refresh_outputs.py <name>`` keeps the execution counts in order.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+REPO_URL = "https://github.com/nbcallback/nbcallback"
+BRANCH = "main"
+CELL_ID = "colab-install"
+#: The notebooks that get the Colab cells, relative to notebooks/.
+NOTEBOOKS = tuple(
+    f"{prefix}{name}"
+    for prefix in ("", "zh_CN/")
+    for name in ("1_callback_tutorial.ipynb", "2_builtin_callbacks.ipynb", "3_custom_callbacks.ipynb", "4_widgets.ipynb")
+)
+BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+_BADGE_LINE = re.compile(r"^\[!\[[^\]]*\]\(https://colab\.research\.google\.com/assets/[^)]*\)\]\([^)]*\)[ \t]*$", re.MULTILINE)
+
+#: Packages Colab preinstalls that the install must not replace: nbcallback's own dependencies
+#: and the kernel / widget stack the Colab front end is built for (ipywidgets 7.7.1 there).
+KEEP = ("torch", "numpy", "matplotlib", "tqdm", "ipywidgets", "widgetsnbextension", "anywidget",
+        "ipykernel", "ipython", "jupyter_client", "traitlets")
+
+INSTALL_CELL = {
+    "en": '''\
+# Google Colab only (elsewhere this cell does nothing): install nbcallback from the repository,
+# keeping Colab's own torch, ipywidgets, ipykernel ... (pinned, so that pip replaces none of them).
+import sys
+
+if "google.colab" in sys.modules:
+    import importlib.util
+    import os
+    import subprocess
+    import tempfile
+    from importlib.metadata import PackageNotFoundError, version
+
+    if importlib.util.find_spec("nbcallback") is None:
+        keep = []
+        for name in {keep}:
+            try:
+                keep.append(f"{{name}}=={{version(name)}}")
+            except PackageNotFoundError:
+                pass
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
+            pins.write("\\n".join(keep) + "\\n")
+        source = os.environ.get("NBCALLBACK_PIP_SOURCE", "git+{repo}")
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", pins.name, source],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
+        print(f"nbcallback installed from {{source}}; kept {{', '.join(keep)}}")
+''',
+    "zh_CN": '''\
+# 仅用于Google Colab（在其他环境中本单元格什么也不做）：从代码仓库安装nbcallback，
+# 并保留Colab自带的torch、ipywidgets、ipykernel等（固定为已安装的版本，pip不会替换它们）。
+import sys
+
+if "google.colab" in sys.modules:
+    import importlib.util
+    import os
+    import subprocess
+    import tempfile
+    from importlib.metadata import PackageNotFoundError, version
+
+    if importlib.util.find_spec("nbcallback") is None:
+        keep = []
+        for name in {keep}:
+            try:
+                keep.append(f"{{name}}=={{version(name)}}")
+            except PackageNotFoundError:
+                pass
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
+            pins.write("\\n".join(keep) + "\\n")
+        source = os.environ.get("NBCALLBACK_PIP_SOURCE", "git+{repo}")
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", pins.name, source],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
+        print(f"已从{{source}}安装nbcallback；保留了{{', '.join(keep)}}")
+''',
+}
+
+
+def _language(relative: str) -> str:
+    return "zh_CN" if relative.startswith("zh_CN/") else "en"
+
+
+def install_source(language: str = "en") -> str:
+    """The install cell's code for one language."""
+    keep = "(" + ", ".join(f'"{name}"' for name in KEEP) + ")"
+    return INSTALL_CELL[language].format(keep=keep, repo=REPO_URL).rstrip("\n")
+
+
+def colab_url(relative: str) -> str:
+    """Colab's address for a notebook of this folder (``relative``: e.g. ``zh_CN/1_callback_tutorial.ipynb``)."""
+    return f"https://colab.research.google.com/github/{REPO_URL.removeprefix('https://github.com/')}/blob/{BRANCH}/notebooks/{relative}"
+
+
+def badge(relative: str) -> str:
+    return f"[![Open In Colab]({BADGE_IMAGE})]({colab_url(relative)})"
+
+
+def _with_badge(source: str, relative: str) -> str:
+    line = badge(relative)
+    if _BADGE_LINE.search(source):
+        return _BADGE_LINE.sub(lambda _: line, source, count=1)
+    title, newline, rest = source.partition("\n")
+    if title.startswith("#"):  # under the title, as a paragraph of its own
+        return f"{title}\n\n{line}\n" + (rest if rest.startswith("\n") else "\n" + rest if rest else "")
+    return f"{line}\n\n{source}"
+
+
+def update(notebook: nbformat.NotebookNode, relative: str) -> nbformat.NotebookNode:
+    """The notebook with the badge and the install cell in place (changed in place, and returned)."""
+    cells = notebook.cells
+    code = install_source(_language(relative))
+    existing = [i for i, cell in enumerate(cells) if cell.get("id") == CELL_ID]
+    if existing:
+        cell = cells.pop(existing[0])
+        if cell.source != code:
+            cell.source = code
+            cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop("execution", None)
+    else:
+        cell = nbformat.v4.new_code_cell(code)
+        cell["id"] = CELL_ID
+    first_md = next(i for i, cell in enumerate(cells) if cell.cell_type == "markdown")
+    cells[first_md].source = _with_badge(cells[first_md].source, relative)
+    cells.insert(first_md + 1, cell)
+    return notebook
+
+
+def is_current(notebook: nbformat.NotebookNode, relative: str) -> bool:
+    import copy
+
+    before = nbformat.writes(notebook)
+    return nbformat.writes(update(copy.deepcopy(notebook), relative)) == before
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help=f"paths relative to notebooks/ (default: {', '.join(NOTEBOOKS)})")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook is out of date")
+    args = parser.parse_args(argv)
+    status = 0
+    for relative in args.notebooks or NOTEBOOKS:
+        path = HERE / relative
+        notebook = nbformat.read(path, as_version=4)
+        if is_current(notebook, relative):
+            continue
+        if args.check:
+            print(f"{relative}: the Colab badge or install cell is missing or out of date; run python notebooks/colab_cells.py {relative}")
+            status = 1
+            continue
+        nbformat.write(update(notebook, relative), path)
+        print(f"{relative}: updated")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,291 @@
+"""Google Colab, as far as it can be tested without Colab (issue 20).
+
+Colab cannot run here, so its pieces are replayed:
+
+* ``notebooks/colab_cells.py --check``: every tutorial carries the "Open in Colab" badge and the
+  ``colab-install`` cell (fast).
+* ``host()`` says ``'colab'`` when ``google.colab`` is imported, and the Dashboard's Stop / lr
+  controls are then offered only through ``run_in_background`` (fast).
+* In a fresh virtual environment holding Colab's preinstalled versions
+  (``colab_versions.txt``: ipywidgets 7.7.1, ipykernel 6.17.1, IPython 7.34 ...; torch 2.13.0,
+  this machine's wheel, instead of Colab's 2.11.0), with a stand-in ``google.colab`` package on
+  ``PYTHONPATH`` imported by the kernel at start-up as Colab's kernel does:
+
+  - the committed install cell installs nbcallback from the checkout (``NBCALLBACK_PIP_SOURCE``)
+    and replaces none of Colab's packages;
+  - notebook 1 runs through nbval, its own install cell included, followed by checks that the
+    widgets chose what works on Colab (a live anywidget view, Colab's custom widget manager
+    enabled, no controls in a foreground run, controls with ``run_in_background``).
+
+The venv tests carry the ``binder`` marker, as the other fresh-environment replays.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.binder.test_binder_replay import _pip_env, _run, _venv, repo_copy  # noqa: F401 (fixture)
+
+REPO = Path(__file__).resolve().parents[2]
+VERSIONS = Path(__file__).with_name("colab_versions.txt")
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
+#: This machine has one torch wheel; Colab's own (2.11.0+cpu) cannot be installed here.
+LOCAL_TORCH = "2.13.0"
+#: Notebooks another change is rewriting; colab_cells.py is run on them when it lands.
+PENDING = frozenset({"4_widgets.ipynb", "zh_CN/4_widgets.ipynb"})
+
+
+def _load_colab_cells():
+    spec = importlib.util.spec_from_file_location("nbcallback_colab_cells", REPO / "notebooks" / "colab_cells.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+colab_cells = _load_colab_cells()
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def colab_pins() -> dict[str, str]:
+    """``name -> version`` of colab_versions.txt (names normalised as pip does)."""
+    pins = {}
+    for line in VERSIONS.read_text().splitlines():
+        match = PIN.match(line.split("#", 1)[0].strip())
+        if match:
+            pins[_norm(match.group(1))] = match.group(2)
+    return pins
+
+
+def install_cell(relative: str = "1_callback_tutorial.ipynb") -> str:
+    notebook = nbformat.read(REPO / "notebooks" / relative, as_version=4)
+    (cell,) = [c for c in notebook.cells if c.get("id") == colab_cells.CELL_ID]
+    return cell.source
+
+
+# --- fast ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("relative", colab_cells.NOTEBOOKS)
+def test_notebooks_carry_the_colab_badge_and_install_cell(relative: str) -> None:
+    if relative in PENDING:
+        pytest.skip(f"{relative} is being rewritten; run `python notebooks/colab_cells.py {relative}` after it lands")
+    assert colab_cells.main(["--check", relative]) == 0, f"run python notebooks/colab_cells.py {relative}"
+    notebook = nbformat.read(REPO / "notebooks" / relative, as_version=4)
+    first_md = next(i for i, c in enumerate(notebook.cells) if c.cell_type == "markdown")
+    assert colab_cells.colab_url(relative) in notebook.cells[first_md].source
+    cell = notebook.cells[first_md + 1]
+    assert cell.get("id") == colab_cells.CELL_ID and not cell.outputs, "outside Colab the install cell prints nothing"
+    assert notebook.cells.index(cell) < min(i for i, c in enumerate(notebook.cells)
+                                            if c.cell_type == "code" and "download_mnist" in c.source)
+
+
+def test_colab_cells_inserts_once_and_updates_in_place(tmp_path: Path) -> None:
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title\n\nText."),
+        nbformat.v4.new_code_cell("import nbcallback"),
+    ])
+    once = colab_cells.update(copy.deepcopy(notebook), "3_custom_callbacks.ipynb")
+    assert [c.get("id") for c in once.cells][1] == colab_cells.CELL_ID
+    assert once.cells[0].source.startswith("# Title\n\n[![Open In Colab](")
+    assert once.cells[0].source.endswith(")\n\nText.")
+    assert colab_cells.is_current(once, "3_custom_callbacks.ipynb")
+    assert nbformat.writes(colab_cells.update(copy.deepcopy(once), "3_custom_callbacks.ipynb")) == nbformat.writes(once)
+    # An outdated cell and badge are replaced, not duplicated.
+    once.cells[1].source = "old"
+    once.cells[0].source = once.cells[0].source.replace("/main/", "/old-branch/")
+    again = colab_cells.update(once, "3_custom_callbacks.ipynb")
+    assert len(again.cells) == 3 and again.cells[0].source.count("colab-badge.svg") == 1
+    assert "/main/notebooks/3_custom_callbacks.ipynb" in again.cells[0].source
+    assert again.cells[1].source == colab_cells.install_source("en")
+    assert "保留了" in colab_cells.install_source("zh_CN")
+
+
+def test_install_cell_does_nothing_outside_colab() -> None:
+    code = "import sys\nassert 'google.colab' not in sys.modules\nexec(compile(sys.stdin.read(), 'cell', 'exec'))\nprint('done')"
+    result = subprocess.run([sys.executable, "-c", code], input=install_cell(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n"
+
+
+def test_widgets_detect_colab_and_offer_controls_through_run_in_background(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbcallback.widgets.env import describe_frontend_support, host
+
+    monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
+    assert host({}) == "colab"
+    # Colab's ipykernel (6.17) has no subshells and its front end queues clicks behind a busy cell.
+    assert describe_frontend_support("widget", background=False, subshells=False) == {"controls": False, "hint": "hint_interrupt"}
+    assert describe_frontend_support("widget", background=False, subshells=True)["controls"] is False
+    assert describe_frontend_support("widget", background=True, subshells=False) == {"controls": True, "hint": ""}
+
+
+def test_colab_versions_satisfy_nbcallbacks_requirements() -> None:
+    """pip keeps Colab's pins only if nbcallback's own bounds admit them (ipywidgets 7.7.1 there)."""
+    from packaging.requirements import Requirement
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    pins = colab_pins()
+    assert pins["ipywidgets"] == "7.7.1" and "anywidget" in pins and "ipykernel" in pins
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    for text in dependencies:
+        requirement = Requirement(text)
+        version = pins.get(_norm(requirement.name))
+        if version is not None:
+            assert requirement.specifier.contains(version, prereleases=True), f"{text} excludes Colab's {version}"
+    assert set(colab_cells.KEEP) >= {"torch", "ipywidgets", "ipykernel", "anywidget"}
+
+
+# --- a fresh environment with Colab's versions -------------------------------------------------------
+
+STUB_COLAB = '''"""A stand-in for Colab's ``google.colab`` (tests/classroom/test_colab.py)."""
+from google.colab import output  # noqa: F401  (Colab's kernel has it imported)
+'''
+STUB_OUTPUT = '''"""A stand-in for ``google.colab.output``: records what anywidget asks of it."""
+import types
+
+enable_calls = 0
+_widgets = types.SimpleNamespace(_installed_url="https://example.invalid/colab-widget-manager.js")
+
+
+def enable_custom_widget_manager():
+    global enable_calls
+    enable_calls += 1
+'''
+
+
+@pytest.fixture(scope="module")
+def colab_env(tmp_path_factory: pytest.TempPathFactory, repo_copy: Path) -> dict[str, object]:  # noqa: F811
+    """A venv with Colab's versions (torch: this machine's), the stand-in google.colab, and its environment."""
+    root = tmp_path_factory.mktemp("colab")
+    python = _venv(root / "venv")
+    pins = colab_pins()
+    constraints = root / "colab-constraints.txt"
+    constraints.write_text("".join(f"{name}=={version}\n" for name, version in pins.items() if name != "torch"))
+    _run([str(python), "-m", "pip", "install", "-q", f"torch=={LOCAL_TORCH}", "-r", str(constraints)],
+         env=_pip_env(), timeout=900)
+    # The test tools, under Colab's pins (nbval must not bring a newer ipykernel or jupyter_client).
+    _run([str(python), "-m", "pip", "install", "-q", "-c", str(constraints), "pytest", "nbval", "nbformat"],
+         env=_pip_env(), timeout=600)
+
+    stub = root / "stub"
+    (stub / "google" / "colab" / "output").mkdir(parents=True)  # no google/__init__.py: google is a namespace package
+    (stub / "google" / "colab" / "__init__.py").write_text(STUB_COLAB)
+    (stub / "google" / "colab" / "output" / "__init__.py").write_text(STUB_OUTPUT)
+    ipython_dir = root / "ipython"
+    (ipython_dir / "profile_default" / "startup").mkdir(parents=True)
+    (ipython_dir / "profile_default" / "startup" / "00-colab.py").write_text("import google.colab\n")
+    home = root / "home"
+    home.mkdir()
+    env = {
+        **_pip_env(),
+        "HOME": str(home),
+        "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(python.parent.parent),
+        "PYTHONPATH": str(stub),
+        "IPYTHONDIR": str(ipython_dir),
+        "NBCALLBACK_PIP_SOURCE": str(repo_copy),
+        "OMP_NUM_THREADS": "1",
+    }
+    for name in ("NBCALLBACK_DISPLAY", "NBCALLBACK_DATA", "JUPYTER_PATH", "JUPYTER_CONFIG_DIR"):
+        env.pop(name, None)
+    return {"python": python, "env": env, "home": home, "root": root}
+
+
+def _installed(python: Path, env: dict[str, str]) -> dict[str, str]:
+    probe = ("import json, importlib.metadata as m\n"
+             "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
+    # From the home folder: in the checkout, a nbcallback.egg-info there would count as installed.
+    found = json.loads(_run([str(python), "-c", probe], env=env, cwd=env["HOME"]).stdout)
+    return {_norm(name): version for name, version in found.items()}
+
+
+def _assert_colab_pins_kept(installed: dict[str, str]) -> None:
+    for name, version in colab_pins().items():
+        expected = f"{LOCAL_TORCH}+cpu" if name == "torch" else version
+        assert installed.get(name) == expected, f"{name}: {installed.get(name)} installed, Colab has {expected}"
+
+
+@pytest.mark.binder
+def test_install_cell_on_colab_keeps_colabs_packages(colab_env: dict[str, object], repo_copy: Path) -> None:  # noqa: F811
+    python, env, home = colab_env["python"], colab_env["env"], colab_env["home"]
+    _assert_colab_pins_kept(_installed(python, env))
+    assert "nbcallback" not in _installed(python, env)
+
+    run_cell = "import google.colab, sys\nexec(compile(sys.stdin.read(), 'colab-install', 'exec'))"
+    first = subprocess.run([str(python), "-c", run_cell], input=install_cell(), capture_output=True, text=True,
+                           cwd=home, env=env, timeout=900)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert f"nbcallback installed from {repo_copy}; kept torch=={LOCAL_TORCH}+cpu" in first.stdout
+    assert "ipywidgets==7.7.1" in first.stdout
+
+    installed = _installed(python, env)
+    _assert_colab_pins_kept(installed)
+    assert installed["nbcallback"] == "0.1.0" and "download" in installed
+    located = _run([str(python), "-c", "import nbcallback.widgets, nbcallback; print(nbcallback.__file__)"], cwd=home, env=env)
+    assert located.stdout.strip().startswith(str(python.parent.parent)), "installed into the environment, not run from the checkout"
+
+    # Run again (a student re-runs the cell): nbcallback is there, nothing to do. The Chinese cell is the same code.
+    again = subprocess.run([str(python), "-c", run_cell], input=install_cell("zh_CN/1_callback_tutorial.ipynb"),
+                           capture_output=True, text=True, cwd=home, env=env, timeout=300)
+    assert again.returncode == 0 and again.stdout == "", again.stdout + again.stderr
+
+
+#: Appended to a copy of notebook 1: what the widgets chose on "Colab".
+CHECKS = '''\
+import google.colab.output
+import ipywidgets
+from nbcallback.widgets import Dashboard, run_in_background
+from nbcallback.widgets.env import host, kernel_supports_subshells, resolve_display
+
+assert ipywidgets.__version__ == "7.7.1", ipywidgets.__version__
+assert host() == "colab" and resolve_display() == "widget", (host(), resolve_display())
+assert not kernel_supports_subshells()  # ipykernel 6.17: clicks wait behind a busy cell
+
+made = []
+_make = Dashboard._make_renderer
+def _spy(self, mode, plots=True):
+    renderer = _make(self, mode, plots)
+    made.append((mode, "controls" in renderer.parts, renderer.on_stop is not None, renderer.hint))
+    return renderer
+Dashboard._make_renderer = _spy
+
+small = datapipe(path / "test", 64)
+Model(model, loss_fn=loss_fn, optimizer=optimizer).train(1, small, callbacks=[Dashboard()])
+assert made[-1][:3] == ("widget", False, False) and made[-1][3], made  # foreground: no controls, a hint to interrupt
+run = run_in_background(Model(model, loss_fn=loss_fn, optimizer=optimizer).train, 1, small, callbacks=[Dashboard()])
+run.wait(timeout=300)
+assert made[-1][:3] == ("widget", True, True), made  # run_in_background: Stop and lr act on Colab
+assert google.colab.output.enable_calls >= 1  # anywidget turned on Colab's custom widget manager
+print("colab checks passed")
+'''
+
+
+@pytest.mark.binder
+def test_notebook_1_on_colab(colab_env: dict[str, object], repo_copy: Path, mnist_mirror: str) -> None:  # noqa: F811
+    python, env, root = colab_env["python"], colab_env["env"], colab_env["root"]
+    notebook = nbformat.read(repo_copy / "notebooks" / "1_callback_tutorial.ipynb", as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(CHECKS))
+    target = repo_copy / "notebooks" / "1_callback_tutorial_colab.ipynb"
+    nbformat.write(notebook, target)
+    data = Path(root) / "data"
+    run_env = {**env, "NBCALLBACK_MNIST_URL": mnist_mirror, "NBCALLBACK_DATA": str(data)}
+    result = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(target.relative_to(repo_copy))],
+        cwd=repo_copy, env=run_env, capture_output=True, text=True, timeout=1500,
+    )
+    assert result.returncode == 0 and " passed" in result.stdout, result.stdout[-6000:] + result.stderr[-3000:]
+    _assert_colab_pins_kept(_installed(python, env))  # the notebook's own install cell kept them too
