@@ -40,10 +40,6 @@ VERSIONS = Path(__file__).with_name("colab_versions.txt")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
 #: This machine has one torch wheel; Colab's own (2.11.0+cpu) cannot be installed here.
 LOCAL_TORCH = "2.13.0"
-#: Notebooks another change is rewriting; colab_cells.py is run on them when it lands.
-PENDING = frozenset({"4_widgets.ipynb", "zh_CN/4_widgets.ipynb"})
-
-
 def _load_colab_cells():
     spec = importlib.util.spec_from_file_location("nbcallback_colab_cells", REPO / "notebooks" / "colab_cells.py")
     module = importlib.util.module_from_spec(spec)
@@ -79,8 +75,6 @@ def install_cell(relative: str = "1_callback_tutorial.ipynb") -> str:
 
 @pytest.mark.parametrize("relative", colab_cells.NOTEBOOKS)
 def test_notebooks_carry_the_colab_badge_and_install_cell(relative: str) -> None:
-    if relative in PENDING:
-        pytest.skip(f"{relative} is being rewritten; run `python notebooks/colab_cells.py {relative}` after it lands")
     assert colab_cells.main(["--check", relative]) == 0, f"run python notebooks/colab_cells.py {relative}"
     notebook = nbformat.read(REPO / "notebooks" / relative, as_version=4)
     first_md = next(i for i, c in enumerate(notebook.cells) if c.cell_type == "markdown")
