@@ -139,18 +139,13 @@ def _losses_to_floats(items: list[Any]) -> list[float]:
 _REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
 
 
-def _warn_removed(owner: str, removed: dict[str, Any]) -> None:
+def _warn_removed(owner: str, removed: dict[str, Any], w: Words) -> None:
     unknown = sorted(set(removed) - _REMOVED)
     if unknown:
         raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
     if removed:
-        warnings.warn(
-            f"{owner}(): {', '.join(sorted(removed))} no longer {'has' if len(removed) == 1 else 'have'} an effect: "
-            "the browser draws the live plot "
-            "and the final PNG has a fixed, sharp size. Remove the argument.",
-            FutureWarning,
-            stacklevel=4,
-        )
+        key = "removed_arg" if len(removed) == 1 else "removed_args"
+        warnings.warn(w(key, owner=owner, names=", ".join(sorted(removed))), FutureWarning, stacklevel=4)
 
 
 class LiveCallback(Callback):
@@ -207,7 +202,7 @@ class LiveCallback(Callback):
         **removed: Any,
     ) -> None:
         super().__init__()
-        _warn_removed(type(self).__name__, removed)
+        _warn_removed(type(self).__name__, removed, Words(lang))
         if display not in DISPLAY_MODES:
             raise ValueError(f"display must be one of {DISPLAY_MODES}, got {display!r}")
         if refresh_interval is not None and refresh_interval <= 0:
@@ -359,6 +354,7 @@ class LiveCallback(Callback):
                 on_lr=self._lr_from_widget if with_controls else None,
                 hint=hint,
                 w=self.words,
+                foreground=not self._background,
             )
         if mode in ("static", "final"):
             from nbcallback.widgets.render_widget import StaticRenderer

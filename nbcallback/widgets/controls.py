@@ -23,7 +23,7 @@ from typing import Any, Callable
 from nbcallback.train.interrupt import SignalStop
 from nbcallback.widgets.words import Msg
 
-__all__ = ["RunShared", "apply_learning_rate", "release_comm_routing", "SHARED_KEY"]
+__all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "release_comm_routing", "SHARED_KEY"]
 
 #: The ``cb_params`` key of the per-run :class:`RunShared`.
 SHARED_KEY = "nbcallback_widgets"
@@ -156,6 +156,63 @@ def release_comm_routing(widget: Any) -> bool:
         return False
     comm._reply_subshell_for = lambda data, default: default
     return True
+
+
+class BusyStatus:
+    """Keep JupyterLab's kernel indicator at *busy* while a foreground cell trains.
+
+    ipykernel 7 publishes a busy/idle status pair for every request it handles
+    on another thread: the ``create_subshell_request`` JupyterLab >= 4.4 sends
+    (on the control channel) when a widget's comm first appears in a kernel,
+    and each click the page sends over a subshell.  JupyterLab takes that
+    *idle* as the kernel's state (jupyter_client#838, jupyterlab#10701), so a
+    kernel training in the foreground read "Idle" from the moment the
+    dashboard appeared.  :meth:`check`, called on the training thread with each
+    refresh, publishes *busy* again, for the running cell, after a new subshell
+    or a message from the page; nothing happens outside an ipykernel with
+    subshells, or in a background run (the kernel is idle then).
+    """
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self._subshells = self._count()
+        self._message = threading.Event()
+
+    @classmethod
+    def for_foreground_run(cls) -> "BusyStatus | None":
+        """One for the running kernel, or None where there is nothing to correct."""
+        import sys
+
+        ipython = sys.modules.get("IPython")
+        shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+        kernel = getattr(shell, "kernel", None)
+        if kernel is None or not getattr(kernel, "_supports_kernel_subshells", False):
+            return None
+        if not callable(getattr(kernel, "_publish_status", None)) or not callable(getattr(kernel, "get_parent", None)):
+            return None
+        return cls(kernel)
+
+    def _count(self) -> int | None:
+        manager = getattr(getattr(self._kernel, "shell_channel_thread", None), "manager", None)
+        list_subshell = getattr(manager, "list_subshell", None)
+        return len(list_subshell()) if callable(list_subshell) else None
+
+    def message_arrived(self) -> None:
+        """The page sent a message (on a subshell's thread): its status pair said *idle*."""
+        self._message.set()
+
+    def check(self) -> bool:
+        """On the training thread: publish *busy* again if the indicator may read idle; True if it did."""
+        count = self._count()
+        if count == self._subshells and not self._message.is_set():
+            return False
+        self._subshells = count
+        self._message.clear()
+        parent = self._kernel.get_parent("shell")
+        if not parent:
+            return False
+        self._kernel._publish_status("busy", "shell", parent)
+        return True
 
 
 def valid_lr(value: Any) -> float | None:

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import anywidget
 import traitlets
 
-from nbcallback.widgets.controls import release_comm_routing, valid_lr
+from nbcallback.widgets.controls import BusyStatus, release_comm_routing, valid_lr
 from nbcallback.widgets.panels import COLORS, Panel
 from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.state import TrainingState, View
@@ -69,10 +69,14 @@ class DashboardWidget(anywidget.AnyWidget):
         self._on_lr = on_lr
         #: Set when a view asked for the whole history (a reloaded page).
         self.resync = threading.Event()
+        #: Set by the renderer for a foreground run (see :class:`~nbcallback.widgets.controls.BusyStatus`).
+        self.busy: BusyStatus | None = None
         release_comm_routing(self)
         self.on_msg(self._message)
 
     def _message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if self.busy is not None:
+            self.busy.message_arrived()
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "stop" and self._on_stop is not None:
             self._on_stop()
@@ -113,6 +117,8 @@ class WidgetRenderer:
         on_stop, on_lr: the control handlers (only with ``controls``).
         hint: the one line on how to stop.
         w: the message table (the language).
+        foreground: the run trains in the running cell (not ``run_in_background``):
+            keep the kernel indicator at busy (:class:`~nbcallback.widgets.controls.BusyStatus`).
     """
 
     text_interval = 0.25
@@ -126,9 +132,11 @@ class WidgetRenderer:
         on_lr: Callable[[float], None] | None = None,
         hint: str = "",
         w: Words = words,
+        foreground: bool = False,
     ) -> None:
         self.parts = parts
         self.w = w
+        self.foreground = foreground
         self.panels_for = panels_for
         self.on_stop = on_stop
         self.on_lr = on_lr
@@ -170,6 +178,8 @@ class WidgetRenderer:
     def open(self, view: View, state: TrainingState, status: bool = True) -> None:
         """Create the widget with the current state and show it."""
         self.widget = DashboardWidget(on_stop=self.on_stop, on_lr=self.on_lr)
+        if self.foreground:
+            self.widget.busy = BusyStatus.for_foreground_run()
         data, spec = self._data(view, state, status, full=True)
         with self.widget.hold_sync():
             self.widget.spec = spec
@@ -195,6 +205,8 @@ class WidgetRenderer:
             if spec is not None:
                 widget.spec = spec
             widget.view = data
+        if widget.busy is not None:
+            widget.busy.check()
 
     def event(self, kind: str, view: View) -> None:
         """Run events need no message of their own: the next update carries them."""

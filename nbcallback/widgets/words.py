@@ -38,6 +38,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "where_validation": "{where} (during validation, eval step {eval_step})",
         "where_nowhere": "before the first step",
         "source_interrupt": "kernel interrupt",
+        "removed_arg": "{owner}(): {names} no longer has an effect: the browser draws the live plot and the final "
+                       "PNG has a fixed, sharp size. Remove the argument.",
+        "removed_args": "{owner}(): {names} no longer have an effect: the browser draws the live plot and the final "
+                        "PNG has a fixed, sharp size. Remove the arguments.",
         "source_button": "Stop button",
         "source_code": "request_stop()",
         "source_user": "user",
@@ -106,6 +110,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "where_validation": "{where}（验证中，第 {eval_step} 个验证步）",
         "where_nowhere": "第一步之前",
         "source_interrupt": "中断内核",
+        "removed_arg": "{owner}()：{names} 已不再起作用：实时曲线由浏览器绘制，最终的 PNG 尺寸固定且清晰。请删除该参数。",
+        "removed_args": "{owner}()：{names} 已不再起作用：实时曲线由浏览器绘制，最终的 PNG 尺寸固定且清晰。请删除这些参数。",
         "source_button": "停止按钮",
         "source_code": "request_stop()",
         "source_user": "用户",
