@@ -168,16 +168,22 @@ class BackgroundRun:
         return self._result
 
     def __repr__(self) -> str:
+        """``<BackgroundRun running: epoch 2/3, step 40/188>``: the thread's state, then (in the first
+        callback's language) how the run ended and where it is."""
         state = "done" if self.done else "running"
         if self._exception is not None:
             state = f"failed ({type(self._exception).__name__})"
-        detail = ""
+        details = []
         if self.callbacks:
-            view = self.callbacks[0].view()
-            detail = f", {view.status_text}"
+            callback = self.callbacks[0]
+            view = callback.view()
+            if self.done:
+                details.append(str(view.status_text))
             if view.kind == "train" and view.epoch is not None:
-                detail += f", epoch {view.epoch}/{view.last_epoch}, step {view.step_in_epoch}/{view.steps_per_epoch}"
-        return f"<BackgroundRun {state}{detail}>"
+                details.append(callback.words("run_progress", epoch=view.epoch, epochs=view.last_epoch,
+                                              step=view.step_in_epoch, steps=view.steps_per_epoch))
+        separator = "，" if self.callbacks and self.callbacks[0].words.lang == "zh_CN" else ", "
+        return f"<BackgroundRun {state}{': ' + separator.join(details) if details else ''}>"
 
 
 def run_in_background(target: Callable[..., Any], *args: Any, **kwargs: Any) -> BackgroundRun:

@@ -162,25 +162,34 @@ class BusyStatus:
     """Keep JupyterLab's kernel indicator at *busy* while a foreground cell trains.
 
     ipykernel 7 publishes a busy/idle status pair for every request it handles
-    on another thread: the ``create_subshell_request`` JupyterLab >= 4.4 sends
-    (on the control channel) when a widget's comm first appears in a kernel,
-    and each click the page sends over a subshell.  JupyterLab takes that
-    *idle* as the kernel's state (jupyter_client#838, jupyterlab#10701), so a
-    kernel training in the foreground read "Idle" from the moment the
-    dashboard appeared.  :meth:`check`, called on the training thread with each
-    refresh, publishes *busy* again, for the running cell, after a new subshell
-    or a message from the page; nothing happens outside an ipykernel with
-    subshells, or in a background run (the kernel is idle then).
+    beside the running cell: the ``create_subshell_request`` JupyterLab >= 4.4
+    sends (on the control channel) when a widget's comm first appears in a
+    kernel, and each click the page sends over a subshell.  JupyterLab takes
+    that *idle* as the kernel's state (jupyter_client#838, jupyterlab#10701),
+    so a kernel training in the foreground read "Idle" from the moment the
+    dashboard appeared.  A small watcher thread (:meth:`start`, every
+    ``interval`` seconds until :meth:`stop`) notices a new subshell or a message
+    from the page and, one tick later (after the handler's idle), publishes
+    *busy* again for the running cell.  It is a thread, not the training loop's
+    refresh, because a long step (or a paused loop) would leave the indicator
+    wrong until the next refresh.  Nothing is created outside an ipykernel with
+    subshells, or for a background run (the kernel is idle then).
     """
 
-    def __init__(self, kernel: Any) -> None:
+    def __init__(self, kernel: Any, parent: Any, interval: float = 0.2) -> None:
         self._kernel = kernel
+        self._parent = parent
+        self.interval = interval
         self._subshells = self._count()
         self._message = threading.Event()
+        self._pending = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     @classmethod
     def for_foreground_run(cls) -> "BusyStatus | None":
-        """One for the running kernel, or None where there is nothing to correct."""
+        """One for the cell running now (call it on that cell's thread), or None where there is
+        nothing to correct."""
         import sys
 
         ipython = sys.modules.get("IPython")
@@ -190,7 +199,8 @@ class BusyStatus:
             return None
         if not callable(getattr(kernel, "_publish_status", None)) or not callable(getattr(kernel, "get_parent", None)):
             return None
-        return cls(kernel)
+        parent = kernel.get_parent("shell")
+        return cls(kernel, parent) if parent else None
 
     def _count(self) -> int | None:
         manager = getattr(getattr(self._kernel, "shell_channel_thread", None), "manager", None)
@@ -198,21 +208,35 @@ class BusyStatus:
         return len(list_subshell()) if callable(list_subshell) else None
 
     def message_arrived(self) -> None:
-        """The page sent a message (on a subshell's thread): its status pair said *idle*."""
+        """The page sent a message (handled on a subshell's thread, which then publishes idle)."""
         self._message.set()
 
     def check(self) -> bool:
-        """On the training thread: publish *busy* again if the indicator may read idle; True if it did."""
+        """Publish *busy* if the previous check saw a change; True if it did."""
+        publish = self._pending
         count = self._count()
-        if count == self._subshells and not self._message.is_set():
-            return False
+        self._pending = count != self._subshells or self._message.is_set()
         self._subshells = count
         self._message.clear()
-        parent = self._kernel.get_parent("shell")
-        if not parent:
-            return False
-        self._kernel._publish_status("busy", "shell", parent)
-        return True
+        if publish and not self._stop.is_set():
+            self._kernel._publish_status("busy", "shell", self._parent)
+        return publish
+
+    def start(self) -> "BusyStatus":
+        """Watch on a daemon thread until :meth:`stop`."""
+        def watch() -> None:
+            while not self._stop.wait(self.interval):
+                self.check()
+
+        self._thread = threading.Thread(target=watch, name="nbcallback-busy-status", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """The run ended: nothing more is published (the cell's own idle follows)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=1.0)
 
 
 def valid_lr(value: Any) -> float | None:

@@ -89,8 +89,10 @@ class DashboardWidget(anywidget.AnyWidget):
 
 
 def _close(widget: DashboardWidget) -> None:
-    """Close the widget and the ``Layout`` model every ipywidgets ``DOMWidget`` creates with it
+    """Stop its busy-status watcher; close the widget and the ``Layout`` model every ipywidgets ``DOMWidget`` creates with it
     (``Widget.close`` leaves child models open: a saved notebook would keep the layout's state)."""
+    if widget.busy is not None:
+        widget.busy.stop()
     layout = getattr(widget, "layout", None)
     widget.close()
     if layout is not None and getattr(layout, "comm", None) is not None:
@@ -179,7 +181,8 @@ class WidgetRenderer:
         """Create the widget with the current state and show it."""
         self.widget = DashboardWidget(on_stop=self.on_stop, on_lr=self.on_lr)
         if self.foreground:
-            self.widget.busy = BusyStatus.for_foreground_run()
+            busy = BusyStatus.for_foreground_run()
+            self.widget.busy = busy.start() if busy is not None else None
         data, spec = self._data(view, state, status, full=True)
         with self.widget.hold_sync():
             self.widget.spec = spec
@@ -205,8 +208,7 @@ class WidgetRenderer:
             if spec is not None:
                 widget.spec = spec
             widget.view = data
-        if widget.busy is not None:
-            widget.busy.check()
+
 
     def event(self, kind: str, view: View) -> None:
         """Run events need no message of their own: the next update carries them."""

@@ -32,7 +32,7 @@ def test_background_run_returns_at_once_and_stops_on_request() -> None:
     deadline = time.monotonic() + 10
     while dash.view().steps_done < 20 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert run.running and "running" in repr(run)
+    assert run.running and repr(run).startswith("<BackgroundRun running: epoch 1/100, step ")
     dash.set_learning_rate(0.02)
     run.stop(wait=True, timeout=30)
     assert run.done and run.exception is None
@@ -40,7 +40,10 @@ def test_background_run_returns_at_once_and_stops_on_request() -> None:
     assert view.status == "stopped" and "(request_stop())" in view.status_text
     assert slow.thread == "nbcallback-fit"
     assert opt.param_groups[0]["lr"] == pytest.approx(0.02)
-    assert "done" in repr(run)
+    assert repr(run).startswith("<BackgroundRun done: stopped by user at epoch ") and "(request_stop())" in repr(run)
+    chinese = run_in_background(new_model()[0].fit, 1, batches(5), callbacks=[Dashboard(display="off", lang="zh_CN")])
+    chinese.wait(timeout=60)
+    assert repr(chinese) == "<BackgroundRun done: 已完成，第 1/1 轮，第 5/5 步>"
 
 
 def test_wait_reraises_the_training_error_and_times_out() -> None:

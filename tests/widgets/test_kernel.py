@@ -263,5 +263,5 @@ def test_interrupt_stop_and_lr_messages_in_a_live_kernel() -> None:
         wait = ks.execute("run.wait(timeout=60)\nprint(run)\nprint('lr', opt.param_groups[0]['lr'])")
         ks.wait_idle(wait)
         out = ks.outputs_of(wait)
-        assert "<BackgroundRun done, stopped by user at epoch" in out and "(Stop button)" in out
+        assert "<BackgroundRun done: stopped by user at epoch" in out and "(Stop button)" in out
         assert "lr 0.02" in out
