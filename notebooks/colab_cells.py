@@ -55,10 +55,10 @@ _BADGE_LINE = re.compile(r"^\[!\[[^\]]*\]\(https://colab\.research\.google\.com/
 KEEP = ("torch", "numpy", "matplotlib", "tqdm", "ipywidgets", "widgetsnbextension", "anywidget",
         "ipykernel", "ipython", "jupyter_client", "traitlets")
 
-INSTALL_CELL = {
-    "en": '''\
-# Google Colab only (elsewhere this cell does nothing): install nbcallback from the repository,
-# keeping Colab's own torch, ipywidgets, ipykernel ... (pinned, so that pip replaces none of them).
+#: The install cell; only its comment and its message are translated (the code cells of the
+#: two languages must be the same code).
+INSTALL_CELL = '''\
+{comment}
 import sys
 
 if "google.colab" in sys.modules:
@@ -82,36 +82,19 @@ if "google.colab" in sys.modules:
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
-        print(f"nbcallback installed from {{source}}; kept {{', '.join(keep)}}")
-''',
-    "zh_CN": '''\
-# 仅用于Google Colab（在其他环境中本单元格什么也不做）：从代码仓库安装nbcallback，
-# 并保留Colab自带的torch、ipywidgets、ipykernel等（固定为已安装的版本，pip不会替换它们）。
-import sys
-
-if "google.colab" in sys.modules:
-    import importlib.util
-    import os
-    import subprocess
-    import tempfile
-    from importlib.metadata import PackageNotFoundError, version
-
-    if importlib.util.find_spec("nbcallback") is None:
-        keep = []
-        for name in {keep}:
-            try:
-                keep.append(f"{{name}}=={{version(name)}}")
-            except PackageNotFoundError:
-                pass
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
-            pins.write("\\n".join(keep) + "\\n")
-        source = os.environ.get("NBCALLBACK_PIP_SOURCE", "git+{repo}")
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", pins.name, source],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
-        print(f"已从{{source}}安装nbcallback；保留了{{', '.join(keep)}}")
-''',
+        print({message})
+'''
+WORDS = {
+    "en": {
+        "comment": "# Google Colab only (elsewhere this cell does nothing): install nbcallback from the repository,\n"
+                   "# keeping Colab's own torch, ipywidgets, ipykernel ... (pinned, so that pip replaces none of them).",
+        "message": "f\"nbcallback installed from {source}; kept {', '.join(keep)}\"",
+    },
+    "zh_CN": {
+        "comment": "# 仅用于Google Colab（在其他环境中本单元格什么也不做）：从代码仓库安装nbcallback，\n"
+                   "# 并保留Colab自带的torch、ipywidgets、ipykernel等（固定为已安装的版本，pip不会替换它们）。",
+        "message": "f\"已从{source}安装nbcallback；保留了{', '.join(keep)}\"",
+    },
 }
 
 
@@ -122,7 +105,7 @@ def _language(relative: str) -> str:
 def install_source(language: str = "en") -> str:
     """The install cell's code for one language."""
     keep = "(" + ", ".join(f'"{name}"' for name in KEEP) + ")"
-    return INSTALL_CELL[language].format(keep=keep, repo=REPO_URL).rstrip("\n")
+    return INSTALL_CELL.format(keep=keep, repo=REPO_URL, **WORDS[language]).rstrip("\n")
 
 
 def colab_url(relative: str) -> str:
