@@ -54,9 +54,9 @@ def _assign_module() -> Any:
     return module
 
 
-def _solution_cells() -> list[str]:
-    """The code cells between the raw ``# BEGIN SOLUTION`` and ``# END SOLUTION`` cells of the master."""
-    notebook = nbformat.read(MASTER, as_version=4)
+def _solution_cells(master: Path = MASTER) -> list[str]:
+    """The code cells between the raw ``# BEGIN SOLUTION`` and ``# END SOLUTION`` cells of a master."""
+    notebook = nbformat.read(master, as_version=4)
     inside, code = False, []
     for cell in notebook.cells:
         text = cell.source.strip()
@@ -69,12 +69,12 @@ def _solution_cells() -> list[str]:
     return code
 
 
-def _solution_code() -> str:
-    return "\n\n".join(_solution_cells())
+def _solution_code(master: Path = MASTER) -> str:
+    return "\n\n".join(_solution_cells(master))
 
 
-def _student_code() -> str:
-    notebook = nbformat.read(STUDENT, as_version=4)
+def _student_code(student: Path = STUDENT) -> str:
+    notebook = nbformat.read(student, as_version=4)
     return "\n\n".join(c.source for c in notebook.cells if "otter_answer_cell" in c.metadata.get("tags", []))
 
 
@@ -412,14 +412,18 @@ def test_every_public_check_is_shown_a_wrong_answer() -> None:
         assert not missing, f"{question}: public checks {missing} have no wrong-answer test"
 
 
-def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, Any], assigned: Path) -> None:
-    # Halving only the first parameter group passes the public checks (one group) but not the hidden ones.
-    one_group = _solution_code().replace(
+def one_group_answer(solution_code: str) -> str:
+    """Halving only the first parameter group: passes the public checks (one group), not the hidden ones."""
+    one_group = solution_code.replace(
         'for group in cb_params.optimizer.param_groups:\n                group["lr"] /= 2',
         'cb_params.optimizer.param_groups[0]["lr"] /= 2',
     )
-    assert one_group != _solution_code()
-    env = _namespace(one_group)
+    assert one_group != solution_code
+    return one_group
+
+
+def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, Any], assigned: Path) -> None:
+    env = _namespace(one_group_answer(_solution_code()))
     assert _check("q6", env).passed_all
     hidden = _check("q6", env, assigned / "autograder" / "tests")
     assert not hidden.passed_all
@@ -429,11 +433,12 @@ def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, An
 # ----------------------------------------------------------------------------- grading without Docker
 
 
-def test_otter_run_grades_a_submission_locally(assigned: Path, mnist_mirror: str, tmp_path: Path) -> None:
-    """What a teacher runs per submission: solved q1-q3, left q4-q6 as handed out."""
-    submission_notebook = nbformat.read(STUDENT, as_version=4)
+def otter_run_three_solved(student: Path, master: Path, assigned: Path, tmp_path: Path) -> tuple[dict[str, int], str]:
+    """What a teacher runs per submission (``otter run``): a student notebook with q1-q3 solved and
+    q4-q6 as handed out; returns the scores per question and the public tests' output."""
+    submission_notebook = nbformat.read(student, as_version=4)
     answers = [c for c in submission_notebook.cells if "otter_answer_cell" in c.metadata.get("tags", [])]
-    solutions = _solution_cells()
+    solutions = _solution_cells(master)
     assert len(answers) == len(solutions) == len(QUESTIONS)
     for answer, solution_source in list(zip(answers, solutions))[:3]:
         answer.source = solution_source
@@ -448,8 +453,14 @@ def test_otter_run_grades_a_submission_locally(assigned: Path, mnist_mirror: str
         cwd=submission.parent, env=env, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    results = json.loads((tmp_path / "out" / "results.json").read_text())["tests"]
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["tests"]
     scores = {test["name"]: test["score"] for test in results if test["name"] in QUESTIONS}
-    assert scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 0, "q5": 0, "q6": 0}, scores
     public = next(test["output"] for test in results if test["name"] == "Public Tests")
+    return scores, public
+
+
+def test_otter_run_grades_a_submission_locally(assigned: Path, mnist_mirror: str, tmp_path: Path) -> None:
+    """What a teacher runs per submission: solved q1-q3, left q4-q6 as handed out."""
+    scores, public = otter_run_three_solved(STUDENT, MASTER, assigned, tmp_path)
+    assert scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 0, "q5": 0, "q6": 0}, scores
     assert "expected a checkpoint at" in public and "cb_params has no 'grad_norms'" in public

@@ -15,12 +15,7 @@ zh_CN`` makes the student version and its public tests (``notebooks/zh_CN/tests/
 """
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +24,7 @@ import pytest
 from otter.test_files import ExceptionTestFile
 
 from tests.exercises import test_exercises as english
+from tests.notebooks.test_zh_cn_code_cells import sync_code
 
 REPO = english.REPO
 NOTEBOOKS = REPO / "notebooks"
@@ -39,44 +35,20 @@ QUESTIONS = english.QUESTIONS
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
-def _sync_code() -> Any:
-    spec = importlib.util.spec_from_file_location("nbcallback_zh_sync_code_ex", NOTEBOOKS / "zh_CN" / "sync_code.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def _solution_cells() -> list[str]:
-    """The code cells between the raw ``# BEGIN SOLUTION`` and ``# END SOLUTION`` cells of the Chinese master."""
-    notebook = nbformat.read(MASTER, as_version=4)
-    inside, code = False, []
-    for cell in notebook.cells:
-        text = cell.source.strip()
-        if cell.cell_type == "raw" and text == "# BEGIN SOLUTION":
-            inside = True
-        elif cell.cell_type == "raw" and text == "# END SOLUTION":
-            inside = False
-        elif inside and cell.cell_type == "code":
-            code.append(cell.source)
-    return code
+    return english._solution_cells(MASTER)
 
 
 def _solution_code() -> str:
-    return "\n\n".join(_solution_cells())
+    return english._solution_code(MASTER)
 
 
 def _student_code() -> str:
-    notebook = nbformat.read(STUDENT, as_version=4)
-    return "\n\n".join(c.source for c in notebook.cells if "otter_answer_cell" in c.metadata.get("tags", []))
+    return english._student_code(STUDENT)
 
 
 def _check(question: str, env: dict[str, Any], tests: Path = PUBLIC_TESTS) -> ExceptionTestFile:
-    """Run one question's test file against ``env``, as ``grader.check(question)`` does."""
-    test_file = ExceptionTestFile.from_file(str(tests / f"{question}.py"))
-    test_file.run(env)
-    return test_file
+    return english._check(question, env, tests)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +66,6 @@ def assigned(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_chinese_master_is_the_english_master_translated() -> None:
-    sync_code = _sync_code()
     differences = sync_code.compare(english.MASTER, MASTER)
     assert not differences, (
         "the Chinese master's code differs from the English master's (only comments and translated messages may):\n\n"
@@ -121,7 +92,7 @@ def test_the_chinese_public_tests_are_the_english_ones(question: str) -> None:
     assert zh_file.all_or_nothing == en_file.all_or_nothing
     en_text = (english.PUBLIC_TESTS / f"{question}.py").read_text(encoding="utf-8")
     zh_text = (PUBLIC_TESTS / f"{question}.py").read_text(encoding="utf-8")
-    assert _sync_code().compare_cells(en_text, zh_text) is None
+    assert sync_code.compare_cells(en_text, zh_text) is None
     assert CJK.search(zh_text)
 
 
@@ -250,13 +221,7 @@ def test_each_check_rejects_a_wrong_answer_and_says_why_in_chinese(solution: dic
 
 
 def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, Any], assigned: Path) -> None:
-    # Halving only the first parameter group passes the public checks (one group) but not the hidden ones.
-    one_group = _solution_code().replace(
-        'for group in cb_params.optimizer.param_groups:\n                group["lr"] /= 2',
-        'cb_params.optimizer.param_groups[0]["lr"] /= 2',
-    )
-    assert one_group != _solution_code()
-    env = english._namespace(one_group)
+    env = english._namespace(english.one_group_answer(_solution_code()))
     assert _check("q6", env).passed_all
     hidden = _check("q6", env, assigned / "autograder" / "tests")
     assert not hidden.passed_all
@@ -268,25 +233,6 @@ def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, An
 
 def test_otter_run_grades_a_chinese_submission_locally(assigned: Path, mnist_mirror: str, tmp_path: Path) -> None:
     """What a teacher runs per submission: solved q1-q3, left q4-q6 as handed out."""
-    submission_notebook = nbformat.read(STUDENT, as_version=4)
-    answers = [c for c in submission_notebook.cells if "otter_answer_cell" in c.metadata.get("tags", [])]
-    solutions = _solution_cells()
-    assert len(answers) == len(solutions) == len(QUESTIONS)
-    for answer, solution_source in list(zip(answers, solutions))[:3]:
-        answer.source = solution_source
-    submission = tmp_path / "submissions" / "student_a.ipynb"
-    submission.parent.mkdir()
-    nbformat.write(submission_notebook, submission)
-    (tmp_path / "out").mkdir()
-    zips = sorted((assigned / "autograder").glob("*.zip"))
-    env = {**os.environ, "NBCALLBACK_DATA": str(tmp_path / "data"), "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "otter", "run", "-a", str(zips[-1]), "-o", str(tmp_path / "out"), str(submission)],
-        cwd=submission.parent, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["tests"]
-    scores = {test["name"]: test["score"] for test in results if test["name"] in QUESTIONS}
+    scores, public = english.otter_run_three_solved(STUDENT, MASTER, assigned, tmp_path)
     assert scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 0, "q5": 0, "q6": 0}, scores
-    public = next(test["output"] for test in results if test["name"] == "Public Tests")
     assert "预期在" in public and "cb_params中没有'grad_norms'" in public
