@@ -129,18 +129,23 @@ def test_committed_student_version_is_what_otter_assign_makes(assigned: Path) ->
     assert not stale, f"stale: {stale}; regenerate with `python notebooks/exercises/assign.py`"
 
 
-def test_students_get_the_public_tests_only(assigned: Path) -> None:
+def students_get_the_public_tests_only(assigned: Path, public_tests: Path = PUBLIC_TESTS, student: Path = STUDENT) -> None:
+    """The student version holds the public test cases only, and no solution or test config."""
     for question in QUESTIONS:
-        public = ExceptionTestFile.from_file(str(PUBLIC_TESTS / f"{question}.py")).test_cases
+        public = ExceptionTestFile.from_file(str(public_tests / f"{question}.py")).test_cases
         every = ExceptionTestFile.from_file(str(assigned / "autograder" / "tests" / f"{question}.py")).test_cases
         assert public and not any(case.hidden for case in public)
         assert any(case.hidden for case in every)
         assert len(every) > len(public)
-    student = nbformat.read(STUDENT, as_version=4)
-    text = "\n".join(cell.source for cell in student.cells)
+    notebook = nbformat.read(student, as_version=4)
+    text = "\n".join(cell.source for cell in notebook.cells)
     assert "SOLUTION" not in text and "TEST CONFIG" not in text and "def test_q" not in text
-    for source in _student_code().split("\n\nclass ")[1:]:
+    for source in _student_code(student).split("\n\nclass ")[1:]:
         assert "    ..." in source and "request_stop" not in source and "save_checkpoint" not in source
+
+
+def test_students_get_the_public_tests_only(assigned: Path) -> None:
+    students_get_the_public_tests_only(assigned)
 
 
 def test_student_notebook_checks_every_question() -> None:

@@ -123,17 +123,7 @@ def test_committed_student_version_is_what_otter_assign_makes(assigned: Path) ->
 
 
 def test_students_get_the_public_tests_only(assigned: Path) -> None:
-    for question in QUESTIONS:
-        public = ExceptionTestFile.from_file(str(PUBLIC_TESTS / f"{question}.py")).test_cases
-        every = ExceptionTestFile.from_file(str(assigned / "autograder" / "tests" / f"{question}.py")).test_cases
-        assert public and not any(case.hidden for case in public)
-        assert any(case.hidden for case in every)
-        assert len(every) > len(public)
-    student = nbformat.read(STUDENT, as_version=4)
-    text = "\n".join(cell.source for cell in student.cells)
-    assert "SOLUTION" not in text and "TEST CONFIG" not in text and "def test_q" not in text
-    for source in _student_code().split("\n\nclass ")[1:]:
-        assert "    ..." in source and "request_stop" not in source and "save_checkpoint" not in source
+    english.students_get_the_public_tests_only(assigned, PUBLIC_TESTS, STUDENT)
 
 
 def test_student_notebook_checks_every_question_in_chinese() -> None:
