@@ -173,17 +173,15 @@ class BackgroundRun:
         state = "done" if self.done else "running"
         if self._exception is not None:
             state = f"failed ({type(self._exception).__name__})"
-        details = []
-        if self.callbacks:
-            callback = self.callbacks[0]
-            view = callback.view()
-            if self.done:
-                details.append(str(view.status_text))
-            if view.kind == "train" and view.epoch is not None:
-                details.append(callback.words("run_progress", epoch=view.epoch, epochs=view.last_epoch,
-                                              step=view.step_in_epoch, steps=view.steps_per_epoch))
-        separator = "，" if self.callbacks and self.callbacks[0].words.lang == "zh_CN" else ", "
-        return f"<BackgroundRun {state}{': ' + separator.join(details) if details else ''}>"
+        if not self.callbacks:
+            return f"<BackgroundRun {state}>"
+        callback = self.callbacks[0]
+        view = callback.view()
+        details = [str(view.status_text)] if self.done else []
+        if view.kind == "train" and view.epoch is not None:
+            details.append(callback.words("run_progress", epoch=view.epoch, epochs=view.last_epoch,
+                                          step=view.step_in_epoch, steps=view.steps_per_epoch))
+        return f"<BackgroundRun {state}{': ' + callback.words('list_separator').join(details) if details else ''}>"
 
 
 def run_in_background(target: Callable[..., Any], *args: Any, **kwargs: Any) -> BackgroundRun:

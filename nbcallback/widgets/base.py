@@ -202,7 +202,8 @@ class LiveCallback(Callback):
         **removed: Any,
     ) -> None:
         super().__init__()
-        _warn_removed(type(self).__name__, removed, Words(lang))
+        self.words = Words(lang)
+        _warn_removed(type(self).__name__, removed, self.words)
         if display not in DISPLAY_MODES:
             raise ValueError(f"display must be one of {DISPLAY_MODES}, got {display!r}")
         if refresh_interval is not None and refresh_interval <= 0:
@@ -217,7 +218,6 @@ class LiveCallback(Callback):
         self.live_rows = int(live_rows)
         self.max_rows = int(max_rows)
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
-        self.words = Words(lang)
         self._clock: Clock = clock or monotonic
         self._depth = 0
         self._prepared = False
@@ -469,7 +469,6 @@ class LiveCallback(Callback):
         else:
             self.state.start(now, kind="eval", eval_steps=int(cb_params.get("batch_num", 0)) or None)
         # Open after the state knows the run, so the controls start with the optimizer's lr.
-        was_prepared = self._prepared
         self._open(rank, plots=kind == "train")
         self._phase = kind
         self._countdown = self._stride = self._scheduler.reset()

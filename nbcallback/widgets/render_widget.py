@@ -89,8 +89,9 @@ class DashboardWidget(anywidget.AnyWidget):
 
 
 def _close(widget: DashboardWidget) -> None:
-    """Stop its busy-status watcher; close the widget and the ``Layout`` model every ipywidgets ``DOMWidget`` creates with it
-    (``Widget.close`` leaves child models open: a saved notebook would keep the layout's state)."""
+    """Stop its busy-status watcher; close the widget and the ``Layout`` model every ipywidgets
+    ``DOMWidget`` creates with it (``Widget.close`` leaves child models open: a saved notebook
+    would keep the layout's state)."""
     if widget.busy is not None:
         widget.busy.stop()
     layout = getattr(widget, "layout", None)
@@ -208,7 +209,6 @@ class WidgetRenderer:
             if spec is not None:
                 widget.spec = spec
             widget.view = data
-
 
     def event(self, kind: str, view: View) -> None:
         """Run events need no message of their own: the next update carries them."""

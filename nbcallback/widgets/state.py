@@ -190,6 +190,10 @@ def _advance_rate(
     return (now, step), inst if rate is None else smoothing * inst + (1 - smoothing) * rate
 
 
+#: A short run's smoothed loss averages over at most this share of its planned steps (1/25).
+_SMOOTHING_SHARE = 25
+
+
 class TrainingState:
     """Counters, rates, ETAs, loss series and the evaluation table of one run.
 
@@ -319,7 +323,8 @@ class TrainingState:
             self._eval_steps = int(eval_steps) if eval_steps else None
             planned = self._epochs * self._spe
             self._loss_series = Buckets(self.max_points, planned=planned)
-            self._beta = min(self.smoothing, 1 - 25 / planned) if planned > 25 else self.smoothing
+            window = planned / _SMOOTHING_SHARE  # steps the average spans, at most
+            self._beta = min(self.smoothing, 1 - 1 / window) if window > 1 else self.smoothing
             self._lr = _finite(lr)
             if self._lr is not None and kind == "train":
                 self._lr_series.add(self._first_global, self._lr)
