@@ -190,11 +190,9 @@ class BusyStatus:
     def for_foreground_run(cls) -> "BusyStatus | None":
         """One for the cell running now (call it on that cell's thread), or None where there is
         nothing to correct."""
-        import sys
+        from nbcallback.widgets.env import running_kernel
 
-        ipython = sys.modules.get("IPython")
-        shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
-        kernel = getattr(shell, "kernel", None)
+        kernel = running_kernel()
         if kernel is None or not getattr(kernel, "_supports_kernel_subshells", False):
             return None
         if not callable(getattr(kernel, "_publish_status", None)) or not callable(getattr(kernel, "get_parent", None)):

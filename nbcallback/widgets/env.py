@@ -81,15 +81,16 @@ def kernel_supports_subshells() -> bool:
     setting ``commsOverSubshells``) can then deliver a widget click while a cell
     is busy.
     """
+    return bool(getattr(running_kernel(), "_supports_kernel_subshells", False))
+
+
+def running_kernel() -> Any:
+    """The ipykernel kernel running this code, or None (a script, a terminal IPython, marimo)."""
     ipython = sys.modules.get("IPython")
     if ipython is None:
-        return False
+        return None
     shell = ipython.get_ipython() if callable(getattr(ipython, "get_ipython", None)) else None
-    kernel = getattr(shell, "kernel", None)
-    if kernel is None:
-        return False
-    supported = getattr(kernel, "_supports_kernel_subshells", None)
-    return bool(supported)
+    return getattr(shell, "kernel", None)
 
 
 def _widgets_importable() -> bool:
