@@ -1,27 +1,19 @@
-"""What the plot panels show: one spec, read by the live front end and by the final PNG.
-
-A :class:`Panel` is a title, a y scale and its :class:`Line` s; a line names
-the data it draws (``'loss'``, ``'eval:<metric>'``, ``'lr'``), its label, a
-colour slot and a style.  The browser module (``static/dashboard.js``) draws
-the spec as SVG while the run trains; :mod:`nbcallback.widgets.plot` draws the
-same spec with matplotlib for the saved notebook.  Adding a panel means adding
-one entry, e.g.::
-
-    from nbcallback.widgets import Dashboard, Line, Panel
+"""The plot panels: one spec, drawn as SVG by ``static/dashboard.js`` while the run trains and as the final
+PNG by :mod:`nbcallback.widgets.plot`.  Adding a panel is one entry::
 
     Dashboard(panels=[Panel("accuracy vs. loss", [Line("eval:accuracy", "accuracy", "m1", "points")])])
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from nbcallback.widgets.words import Words, words
 
 __all__ = ["COLORS", "STYLES", "Line", "Panel", "default_panels"]
 
-#: Colour slots: a JupyterLab CSS variable (so the live view follows the theme)
-#: and the colour used where there is none (VS Code, marimo, the final PNG).
+#: Colour slots: a JupyterLab CSS variable (the live view follows the theme) and the colour where there
+#: is none (VS Code, marimo, the final PNG).
 COLORS: dict[str, tuple[str, str]] = {
     "train": ("--jp-brand-color1", "#1976d2"),
     "eval": ("--jp-warn-color1", "#e65100"),
@@ -31,11 +23,9 @@ COLORS: dict[str, tuple[str, str]] = {
     "m3": ("--jp-error-color1", "#c62828"),
     "m4": ("--jp-info-color1", "#00838f"),
 }
-#: ``band``: per-step min/max as a faint area under the smoothed line (the training loss);
-#: ``line``; ``points``: markers joined by a thin line (one per evaluation);
-#: ``step``: a step function with a mark where the value changes (the learning rate).
+#: ``band``: per-step min/max as a faint area under the smoothed line; ``line``; ``points``: one mark per
+#: evaluation, joined; ``step``: a step function marked where it changes (the learning rate).
 STYLES = ("band", "line", "points", "step")
-_SCALES = ("linear", "log")
 
 
 @dataclass(frozen=True)
@@ -43,8 +33,8 @@ class Line:
     """One series in a panel.
 
     Args:
-        key: the data: ``'loss'`` (training loss per step), ``'eval:<metric>'``
-            (one point per evaluation), ``'lr'`` (the learning rate).
+        key: the data: ``'loss'`` (training loss per step), ``'eval:<metric>'`` (one point per
+            evaluation), ``'lr'`` (the learning rate).
         label: the legend text.
         color: a slot of :data:`COLORS`.
         style: one of :data:`STYLES`.
@@ -64,20 +54,19 @@ class Line:
 
 @dataclass(frozen=True)
 class Panel:
-    """One plot panel: a title, a y scale (``'linear'`` or ``'log'``) and its lines."""
+    """One plot panel: a title, its lines (any iterable of :class:`Line`) and a y scale, ``'linear'`` or ``'log'``."""
 
     title: str
-    lines: tuple[Line, ...]
+    lines: Sequence[Line]
     scale: str = "linear"
 
-    def __init__(self, title: str, lines: Iterable[Line], scale: str = "linear") -> None:
-        object.__setattr__(self, "title", str(title))
-        object.__setattr__(self, "lines", tuple(lines))
-        object.__setattr__(self, "scale", scale)
-        if scale not in _SCALES:
-            raise ValueError(f"Panel {title!r}: scale must be 'linear' or 'log', got {scale!r}")
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "title", str(self.title))
+        object.__setattr__(self, "lines", tuple(self.lines))
+        if self.scale not in ("linear", "log"):
+            raise ValueError(f"Panel {self.title!r}: scale must be 'linear' or 'log', got {self.scale!r}")
         if not all(isinstance(line, Line) for line in self.lines):
-            raise TypeError(f"Panel {title!r}: lines must be Line objects")
+            raise TypeError(f"Panel {self.title!r}: lines must be Line objects")
 
     def to_json(self) -> dict[str, Any]:
         """The spec as the front end reads it."""
@@ -95,14 +84,9 @@ def default_panels(
 ) -> list[Panel]:
     """The panels of a run that evaluated ``metrics`` (names, in order seen).
 
-    * **loss**: the training loss per step (a min/max band and the smoothed
-      line) and the evaluation's ``loss`` metric, if any, on a log scale while
-      every loss is positive (an MNIST loss falls from 2.3 to 0.05: on a linear
-      scale the second half of the run is a flat line).
-    * one panel per ``groups`` entry, else one per other metric (at most three;
-      the table shows them all);
-    * **learning rate** (``lr``: when it changed during the run), as steps;
-    * then ``extra``.
+    The training loss (a min/max band under the smoothed line) with the evaluation loss, on a log scale
+    while every loss is positive; one panel per ``groups`` entry, else per other metric (at most three);
+    the learning rate (``lr``: it changed); then ``extra``.
     """
     loss_lines = [Line("loss", w("legend_train"), "train", "band")]
     eval_loss = next((name for name in ("loss", "eval_loss") if name in metrics), None)
@@ -111,8 +95,7 @@ def default_panels(
     panels = [Panel(w("panel_loss"), loss_lines, "log" if loss_positive else "linear")]
     if groups:
         for title, names in groups.items():
-            lines = [Line("eval:" + name, name, f"m{i % 4 + 1}", "points") for i, name in enumerate(names)]
-            panels.append(Panel(title, lines))
+            panels.append(Panel(title, [Line("eval:" + n, n, f"m{i % 4 + 1}", "points") for i, n in enumerate(names)]))
     else:
         others = [name for name in metrics if name != eval_loss][:3]
         panels += [Panel(name, [Line("eval:" + name, w("legend_eval"), "eval", "points")]) for name in others]

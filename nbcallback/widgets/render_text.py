@@ -1,49 +1,159 @@
-"""Text renderers: one ``\\r`` line on a terminal, plain log lines elsewhere.
+"""The words and numbers every renderer shows, and the text renderers built on them.
 
-* :class:`TTYRenderer` rewrites a single line (tqdm/Keras style) at most 4
-  times per second, and leaves one permanent line per epoch, so the scrollback
-  shows the history without every intermediate frame.
-* :class:`LogRenderer` is for CI, redirected output and notebooks in ``'text'``
-  mode: no ``\\r``, no backspaces, no escape codes; one line every
-  ``log_interval`` seconds (30 by default), one per epoch and evaluation, and a
-  summary with the metrics table at the end.  A 10-minute CI run writes a few
-  dozen lines, not thousands (keras-team/keras#7523, #1007).
-
-Both write to the stream given, or to ``sys.stdout`` as it is at the time of
-writing (so pytest's capture and ``contextlib.redirect_stdout`` work).
+:class:`TTYRenderer` rewrites one ``\\r`` line on a terminal (at most 4 Hz) and
+leaves one line per epoch.  :class:`LogRenderer` writes plain lines for logs and
+CI: one every ``log_interval`` seconds, one per epoch, and a summary with the
+metrics table at the end.  Both write to ``sys.stdout`` as it is at write time
+unless given a stream.
 """
 from __future__ import annotations
 
+import math
 import shutil
 import sys
 from typing import Any, TextIO
 
-from nbcallback.widgets import fmt
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import Words, words
 
 __all__ = ["TTYRenderer", "LogRenderer", "NullRenderer"]
 
 
+def duration(seconds: float | None) -> str:
+    """``75.3 -> '01:15'``, ``3725 -> '1:02:05'``, ``None -> '?'``."""
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    minutes, secs = divmod(max(0, int(round(seconds))), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def rate(per_second: float | None, unit: str = "it") -> str:
+    """``512.3 -> '512 it/s'``, ``0.25 -> '4.00 s/it'``, ``32800 -> '32.8k it/s'``."""
+    if per_second is None or not math.isfinite(per_second) or per_second <= 0:
+        return f"? {unit}/s"
+    if per_second < 1:
+        return f"{1 / per_second:.2f} s/{unit}"
+    if per_second >= 1e4:
+        return f"{per_second / 1e3:.1f}k {unit}/s"
+    return f"{per_second:.0f} {unit}/s" if per_second >= 100 else f"{per_second:.1f} {unit}/s"
+
+
+def number(value: float | None, digits: int = 4) -> str:
+    """A compact float: ``digits`` significant digits, ``nan``/``inf`` spelled out, None as '-'."""
+    if value is None:
+        return "-"
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    return f"{value:.{digits}g}" if 1e-3 <= abs(value) < 1e5 else f"{value:.{digits - 1}e}"
+
+
+def metric(value: Any) -> str:
+    """A metric value for a table cell: floats via :func:`number`, lists and long text shortened."""
+    if isinstance(value, float):
+        return number(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(metric(v) for v in value[:4]) + (", …" if len(value) > 4 else "") + "]"
+    text = str(value)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def progress_parts(view: View, w: Words = words) -> dict[str, str]:
+    """The pieces every renderer shows: ``epoch``, ``phase``, ``steps``, ``rate``, ``time``,
+    ``eta_total``, ``loss`` and ``lr`` (the last three may be '')."""
+    running = view.status in ("starting", "running")
+    if view.kind == "eval" or view.phase == "eval":
+        steps = f"{view.eval_step}/{'?' if view.eval_steps is None else view.eval_steps}"
+        speed = rate(view.eval_rate)
+    else:
+        steps = f"{view.step_in_epoch}/{view.steps_per_epoch}"
+        speed = rate(view.rate)
+        if view.samples_rate is not None:
+            speed += " · " + rate(view.samples_rate, w("samples"))
+    eta_total = ""
+    if view.kind == "eval":
+        epoch, phase, eta = w("evaluation"), w("eval"), view.eta_total
+    else:
+        last = "?" if view.last_epoch is None else view.last_epoch
+        epoch = w("epoch_of", epoch="-" if view.epoch is None else view.epoch, last=last)
+        phase, eta = w(view.phase), view.eta_train
+        if running and view.eta_total is not None and view.eta_total != view.eta_train:
+            eta_total = w("total_eta", eta=("~" if view.eta_total_estimated else "") + duration(view.eta_total))
+    return {
+        "epoch": epoch,
+        "phase": phase,
+        "steps": steps,
+        "rate": speed,
+        # An ended run has no time left to predict.
+        "time": f"{duration(view.elapsed)}<{duration(eta)}" if running else duration(view.elapsed),
+        "eta_total": eta_total,
+        "loss": "" if view.loss is None else w("loss_value", value=number(view.loss)),
+        "lr": "" if view.lr is None else w("lr_value", value=number(view.lr, 3)),
+    }
+
+
+def run_summary(view: View, w: Words = words) -> str:
+    """One line about the run, for ``text/plain`` and logs."""
+    status, elapsed = w.say(view.status_text), duration(view.elapsed)
+    if view.kind == "train":
+        bits = [w("summary_train", status=status, epochs_done=view.epochs_done, epochs=view.epochs,
+                  steps_done=view.steps_done, total_steps=view.total_steps, elapsed=elapsed)]
+        if view.elapsed > 0 and view.steps_done:
+            bits.append(rate(view.steps_done / view.elapsed))
+    else:
+        total = "?" if view.eval_steps is None else view.eval_steps
+        bits = [w("summary_eval", status=status, steps=f"{view.eval_step}/{total}", elapsed=elapsed)]
+    if view.loss is not None:
+        bits.append(w("summary_loss", value=number(view.loss)))
+    return w("list_separator").join(bits)
+
+
+def table(view: View, w: Words = words) -> tuple[list[str], list[list[str]]]:
+    """The metrics table: its header and rows; the "rows omitted" line is a row of one cell."""
+    train = view.kind == "train"
+    header = ([w("col_epoch"), w("col_step")] if train else []) + list(view.columns) + [w("col_time")]
+    rows = []
+    for row in view.rows:
+        cells = [metric(row.values[name]) if name in row.values else "" for name in view.columns]
+        if train:
+            epoch = "-" if row.epoch is None else str(row.epoch) + (" " + w("partial") if row.partial else "")
+            cells = [epoch, "-" if row.step is None else str(row.step)] + cells
+        rows.append(cells + [duration(row.elapsed)])
+    if view.rows_omitted:
+        rows.insert(view.omitted_after, [w("rows_omitted", count=view.rows_omitted)])
+    return header, rows
+
+
+def text_table(view: View, w: Words = words) -> list[str]:
+    """The metrics table as right-aligned plain-text lines, the header first."""
+    header, rows = table(view, w)
+    cells = [row for row in rows if len(row) > 1]
+    widths = [max(len(text) for text in column) for column in zip(header, *cells)]
+    return ["  ".join(text.rjust(width) for text, width in zip(row, widths)) if len(row) > 1 else row[0]
+            for row in [header] + rows]
+
+
 class NullRenderer:
-    """Shows nothing (``display='off'`` and non-zero ranks)."""
+    """Shows nothing (``display='off'``, non-zero ranks); the interface base.py calls."""
 
     text_interval = 5.0
 
     def open(self, view: View, state: Any = None, status: bool = True) -> None:
-        """Nothing to open."""
+        pass
 
     def update(self, view: View, state: Any = None, status: bool = True) -> None:
-        """Nothing to draw."""
+        pass
 
     def event(self, kind: str, view: View) -> None:
-        """Nothing to announce."""
+        pass
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        """Nothing to leave behind."""
+        pass
 
     def abort(self) -> None:
-        """Nothing to release."""
+        pass
 
 
 class _TextBase(NullRenderer):
@@ -58,61 +168,61 @@ class _TextBase(NullRenderer):
         return self._stream if self._stream is not None else sys.stdout
 
     def _write(self, text: str) -> None:
-        stream = self.stream
-        stream.write(text)
-        stream.flush()
+        self.stream.write(text)
+        self.stream.flush()
+
+    def _line(self, text: str) -> None:
+        """Write ``text`` as a line of its own."""
+        self._write(text + "\n")
 
     def _progress_line(self, view: View, bar_width: int = 0) -> str:
-        parts = fmt.progress_parts(view, self.w)
-        if view.kind == "eval":
-            head = self.w("eval")
-        else:
-            head = f"{parts['epoch']} {parts['phase']}"
-        bar = ""
-        if bar_width > 0:
+        parts = progress_parts(view, self.w)
+        line = parts["phase"] if view.kind == "eval" else f"{parts['epoch']} {parts['phase']}"
+        if bar_width:
             if view.kind == "eval" or view.phase == "eval":
                 done, total = view.eval_step, view.eval_steps or 0
             else:
                 done, total = view.step_in_epoch, view.steps_per_epoch
-            bar = " |" + _bar(done, total, bar_width, getattr(self.stream, "encoding", None)) + "|"
-        bits = [p for p in (parts["steps"], parts["time"], parts["rate"]) if p]
-        tail = " ".join(p for p in (parts["loss"], parts["eta_total"]) if p)
-        return f"{head}{bar} {' '.join(bits[:1])} [{', '.join(bits[1:])}]" + (f" {tail}" if tail else "")
+            unicode = "utf" in (getattr(self.stream, "encoding", None) or "utf-8").lower()
+            line += " |" + _bar(done, total, bar_width, unicode) + "|"
+        line += f" {parts['steps']} [{parts['time']}, {parts['rate']}]"
+        return " ".join([line] + [p for p in (parts["loss"], parts["eta_total"]) if p])
 
-    def _epoch_line(self, view: View) -> str:
-        bits = [self.w("epoch_of", epoch=view.epoch, last=view.last_epoch if view.last_epoch is not None else "?")]
+    def event(self, kind: str, view: View) -> None:
+        """One permanent line per epoch: the loss, the epoch's metrics and the time."""
+        if kind != "epoch_end" or "progress" not in self.parts:
+            return
+        last = "?" if view.last_epoch is None else view.last_epoch
+        bits = [self.w("epoch_of", epoch=view.epoch, last=last)]
         if view.loss is not None:
-            bits.append(self.w("loss_value", value=fmt.number(view.loss)))
+            bits.append(self.w("loss_value", value=number(view.loss)))
         if view.rows and view.rows[-1].epoch == view.epoch:
             row = view.rows[-1]
-            values = " ".join(f"{name} {fmt.metric(value)}" for name, value in row.values.items())
+            values = " ".join(f"{name} {metric(value)}" for name, value in row.values.items())
             bits.append(values + (" " + self.w("partial") if row.partial else ""))
-        bits.append(fmt.duration(view.elapsed))
-        return " · ".join(bits)
+        self._line(" · ".join(bits + [duration(view.elapsed)]))
 
-    def _final_lines(self, view: View, png: bytes | None) -> list[str]:
-        if "progress" not in self.parts and "table" not in self.parts:
-            # A plot-only callback: the progress callbacks print the summary.
-            return [self.w("text_plot_saved", path=self.saved_to) if self.saved_to else self.w("text_plot_none")]
-        lines = [fmt.run_summary(view, self.w)]
-        if view.error:
-            lines.append(view.error)
+    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
+        """The run summary (and the metrics table); for a plot alone, where its PNG was saved."""
+        if not self.parts & {"progress", "table"}:  # the progress callbacks print the summary
+            self._line(self.w("text_plot_saved", path=self.saved_to) if self.saved_to else self.w("text_plot_none"))
+            return
+        self._line(run_summary(view, self.w))
+        rest = [view.error] if view.error else []
         if view.rows and "table" in self.parts:
-            lines += fmt.text_table(view, w=self.w)
-        return lines
+            rest += text_table(view, self.w)
+        if rest:
+            self._write("\n".join(rest) + "\n")
 
 
-def _bar(done: float, total: float, width: int, encoding: str | None = None) -> str:
+def _bar(done: float, total: float, width: int, unicode: bool) -> str:
     if total <= 0:
         return " " * width
     fraction = min(max(done / total, 0.0), 1.0)
-    encoding = (encoding or "utf-8").lower()
-    if "utf" in encoding:
-        blocks = " ▏▎▍▌▋▊▉█"
-        eighths = int(round(fraction * width * 8))
-        full, rest = divmod(eighths, 8)
-        return ("█" * full + (blocks[rest] if full < width and rest else "")).ljust(width)
-    return ("#" * int(round(fraction * width))).ljust(width)
+    if not unicode:
+        return ("#" * int(round(fraction * width))).ljust(width)
+    full, rest = divmod(int(round(fraction * width * 8)), 8)
+    return ("█" * full + (" ▏▎▍▌▋▊▉"[rest] if full < width and rest else "")).ljust(width)
 
 
 class TTYRenderer(_TextBase):
@@ -129,32 +239,19 @@ class TTYRenderer(_TextBase):
         super().__init__(parts, stream, w)
         self._last_len = 0
 
-    def _rewrite(self, line: str, newline: bool = False) -> None:
-        width = shutil.get_terminal_size((100, 20)).columns
-        line = line[: max(20, width - 1)]
-        pad = max(0, self._last_len - len(line))
-        self._write("\r" + line + " " * pad + ("\n" if newline else ""))
-        self._last_len = 0 if newline else len(line)
+    def _rewrite(self, text: str, newline: bool = False) -> None:
+        text = text[: max(20, shutil.get_terminal_size((100, 20)).columns - 1)]
+        self._write("\r" + text.ljust(self._last_len) + ("\n" if newline else ""))
+        self._last_len = 0 if newline else len(text)
+
+    def _line(self, text: str) -> None:
+        self._rewrite(text, newline=True)
 
     def update(self, view: View, state: Any = None, status: bool = True) -> None:
-        """Rewrite the progress line."""
         if "progress" in self.parts:
             self._rewrite(self._progress_line(view, bar_width=20))
 
-    def event(self, kind: str, view: View) -> None:
-        """Leave a permanent line at each epoch end."""
-        if kind == "epoch_end" and "progress" in self.parts:
-            self._rewrite(self._epoch_line(view), newline=True)
-
-    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        """Replace the live line with the run summary (and the table)."""
-        lines = self._final_lines(view, png)
-        self._rewrite(lines[0], newline=True)
-        if len(lines) > 1:
-            self._write("\n".join(lines[1:]) + "\n")
-
     def abort(self) -> None:
-        """End the live line so later output starts on a fresh line."""
         if self._last_len:
             self._write("\n")
             self._last_len = 0
@@ -180,36 +277,25 @@ class LogRenderer(_TextBase):
         self._last_line_at = 0.0
 
     def update(self, view: View, state: Any = None, status: bool = True) -> None:
-        """A progress line, at most every ``log_interval`` seconds of the run.
-
-        Forced refreshes (epoch ends) are covered by the epoch line, and a line
-        before the rate is known would only say "?".
-        """
+        # The first update announces the run; no line before the rate is known (it would say "?").
         if "progress" not in self.parts:
             return
         if not self._started:
             self.event("start", view)
             return
         measured = view.eval_rate if (view.kind == "eval" or view.phase == "eval") else view.rate
-        if measured is None or view.elapsed - self._last_line_at < self.text_interval:
-            return
-        self._last_line_at = view.elapsed
-        self._write(f"[{fmt.duration(view.elapsed)}] " + self._progress_line(view) + "\n")
+        if measured is not None and view.elapsed - self._last_line_at >= self.text_interval:
+            self._last_line_at = view.elapsed
+            self._line(f"[{duration(view.elapsed)}] {self._progress_line(view)}")
 
     def event(self, kind: str, view: View) -> None:
-        """Lines for the start of the run and each epoch end."""
-        if "progress" not in self.parts:
-            return
-        if kind == "start" and not self._started:
+        """A line at the start of the run, and one per epoch."""
+        if kind != "start" or "progress" not in self.parts:
+            super().event(kind, view)
+        elif not self._started:
             self._started = True
             if view.kind == "eval":
-                self._write(self.w("log_evaluation", steps=view.eval_steps or "?") + "\n")
+                self._line(self.w("log_evaluation", steps=view.eval_steps or "?"))
             else:
                 extra = self.w("log_with_validation") if view.validates else ""
-                self._write(self.w("log_training", epochs=view.epochs, steps=view.steps_per_epoch) + extra + "\n")
-        elif kind == "epoch_end":
-            self._write(self._epoch_line(view) + "\n")
-
-    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        """The run summary, and the metrics table for progress/table callbacks."""
-        self._write("\n".join(self._final_lines(view, png)) + "\n")
+                self._line(self.w("log_training", epochs=view.epochs, steps=view.steps_per_epoch) + extra)

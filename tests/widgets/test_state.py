@@ -99,7 +99,7 @@ def test_eval_only_run_has_its_own_bar_and_eta() -> None:
 
 def test_a_stop_during_validation_keeps_the_eval_phase_and_step_in_the_final_view() -> None:
     """The snapshot must show where the run stopped: eval step 14 of 40, not the finished train bar."""
-    from nbcallback.widgets import fmt
+    from nbcallback.widgets.render_text import progress_parts
 
     clock = FakeClock()
     state = TrainingState()
@@ -116,7 +116,7 @@ def test_a_stop_during_validation_keeps_the_eval_phase_and_step_in_the_final_vie
     view = state.view(clock())
     assert (view.phase, view.eval_step, view.eval_steps) == ("eval", 14, 40)
     assert view.epochs_done == 1  # the training part of epoch 1 was complete
-    parts = fmt.progress_parts(view)
+    parts = progress_parts(view)
     assert parts["steps"] == "14/40"
     assert "<" not in parts["time"] and parts["eta_total"] == ""  # no ETA once the run has ended
 
@@ -139,9 +139,9 @@ def test_a_complete_validation_returns_to_the_train_phase_and_the_next_epoch_cle
 
 
 def fmt_time(view) -> str:
-    from nbcallback.widgets import fmt
+    from nbcallback.widgets.render_text import progress_parts
 
-    return fmt.progress_parts(view)["time"]
+    return progress_parts(view)["time"]
 
 
 def test_smoothed_loss_is_bias_corrected_and_ignores_nan() -> None:
