@@ -52,53 +52,49 @@ def _floats(values: Sequence[Any], log: bool = False) -> list[float]:
     return [math.nan if v is None or (log and v <= 0) else float(v) for v in values]
 
 
-def _valid(values: Sequence[Any], log: bool) -> list[float]:
-    return [v for v in _floats(values, log) if not math.isnan(v)]
-
-
 def _raw_band(series: dict[str, list[Any]]) -> bool:
     """Whether a band holds raw values (one step per bucket: lo == hi everywhere)."""
     return bool(series.get("lo")) and list(series["lo"]) == list(series.get("hi", []))
+
+
+#: How each style draws its line; ``points`` are not clipped: the last evaluation sits on the right edge.
+_STYLES: dict[str, dict[str, Any]] = {
+    "band": {"linewidth": 1.8},
+    "line": {"linewidth": 1.6},
+    "step": {"linewidth": 1.6, "drawstyle": "steps-post"},
+    "points": {"linewidth": 1.2, "marker": "o", "markersize": 4.5, "clip_on": False},
+}
 
 
 def _draw_line(ax: Any, line: Line, data: dict[str, list[Any]], log: bool) -> None:
     from matplotlib.colors import to_rgba
 
     color = COLORS[line.color][1]
-    xs, ys = _floats(data.get("x", [])), _floats(data.get("y", []), log)
-    if line.style == "band":
-        # One step per bucket (a short run): lo == hi, and the area's faint edge is the raw per-step loss.
+    xs, ys = _floats(data["x"]), _floats(data.get("y", []), log)
+    ax.plot(xs, ys, color=color, label=line.label, **_STYLES[line.style])
+    if line.style == "band":  # one step per bucket (a short run): lo == hi, and the faint edge is the raw loss
         edge = to_rgba(color, 0.5) if _raw_band(data) else "none"
         ax.fill_between(xs, _floats(data.get("lo", []), log), _floats(data.get("hi", []), log), step="mid",
                         facecolor=to_rgba(color, 0.18), edgecolor=edge, linewidth=0.7)
-        ax.plot(xs, ys, color=color, linewidth=1.8, label=line.label)
-    elif line.style == "points":  # clip_on=False: the last evaluation on the right edge shows its whole mark
-        ax.plot(xs, ys, color=color, linewidth=1.2, marker="o", markersize=4.5, label=line.label, clip_on=False)
-    elif line.style == "step":
-        ax.step(xs, ys, where="post", color=color, linewidth=1.6, label=line.label)
+    elif line.style == "step":  # a mark where the value changes
         changes = [i for i in range(1, len(ys)) if ys[i] != ys[i - 1]]
         ax.plot([xs[i] for i in changes], [ys[i] for i in changes], linestyle="none", marker="o", markersize=4,
                 color=color, clip_on=False)
-    else:
-        ax.plot(xs, ys, color=color, linewidth=1.6, label=line.label)
 
 
 def y_limits(panel: Panel, data: PlotData) -> tuple[float, float] | None:
-    """The panel's y range: everything's top, but the *lines'* bottom (a raw band counts as a line).
-
-    A band's per-step minima (an easy batch's loss of 1e-5) would otherwise stretch the axis far below
-    the curve anyone reads; the band is clipped there instead.  A spike still shows.
-    """
+    """The panel's y range: everything's top, but the *lines'* bottom (a raw band counts as a line), so that a
+    band's per-step minima (an easy batch's loss of 1e-5) do not stretch the axis far below the curve."""
     log = panel.scale == "log"
     lows: list[float] = []
     highs: list[float] = []
     for line in panel.lines:
-        series = data.series.get(line.key)
-        if series is None:
-            continue
-        values = _valid(series.get("y", []), log)
-        lows += values + (_valid(series["lo"], log) if line.style == "band" and _raw_band(series) else [])
-        highs += values + _valid(series.get("hi", []), log)
+        series = data.series.get(line.key, {})
+        values = _floats(series.get("y", []), log)
+        raw = series["lo"] if line.style == "band" and _raw_band(series) else []
+        lows += values + _floats(raw, log)
+        highs += values + _floats(series.get("hi", []), log)
+    lows, highs = [v for v in lows if not math.isnan(v)], [v for v in highs if not math.isnan(v)]
     if not lows:
         return None
     lo, hi = min(lows), max(highs)
@@ -108,21 +104,11 @@ def y_limits(panel: Panel, data: PlotData) -> tuple[float, float] | None:
     return lo - pad, hi + pad
 
 
-def _log_axis(ax: Any, limits: tuple[float, float] | None) -> None:
-    """A log y axis labelled 0.01, 0.02, 0.05 ... (no 10^x notation, no crowded minor labels)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ax.set_yscale("log")
-    decades = math.log10(limits[1] / limits[0]) if limits else 3.0
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,), numticks=20))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:.3g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-
-
 def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> bytes | None:
     """The panels that have data as a PNG (``None`` when none has)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     drawable = [p for p in panels if any(line.key in data.series for line in p.lines)]
     if not drawable:
@@ -133,7 +119,6 @@ def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> byt
     family = _font_family()
     text = {"fontfamily": family} if family else {}
     legend_font = {"family": family, "size": 9.5} if family else {"size": 9.5}
-    x_lo, x_hi = data.x_range
     left, right, top, bottom = 58, 16, 46, 42  # fixed pixel margins: ``tight_layout`` draws the figure twice
     for index, panel in enumerate(drawable):
         x0 = (index % 3) * PANEL_WIDTH + left
@@ -141,22 +126,27 @@ def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> byt
         box = [x0 / width, y0 / height, (PANEL_WIDTH - left - right) / width, (PANEL_HEIGHT - top - bottom) / height]
         ax = fig.add_axes(box, facecolor="white")
         limits = y_limits(panel, data)
-        if panel.scale == "log":
-            _log_axis(ax, limits)
+        if panel.scale == "log":  # labelled 0.01, 0.02, 0.05 ...: no 10^x notation, no crowded minor labels
+            ax.set_yscale("log")
+            decades = math.log10(limits[1] / limits[0]) if limits else 3.0
+            subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs, numticks=20))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:.3g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
         for line in panel.lines:
             if data.series.get(line.key, {}).get("x"):
                 _draw_line(ax, line, data.series[line.key], panel.scale == "log")
         for mark in data.epoch_marks:
             ax.axvline(mark, color=_MUTED, linewidth=0.8, linestyle=(0, (2, 3)), zorder=0)
-        ax.set_xlim(x_lo, max(x_hi, x_lo + 1))
+        ax.set_xlim(data.x_range[0], max(data.x_range[1], data.x_range[0] + 1))
         if limits is not None and limits[0] < limits[1]:
             ax.set_ylim(*limits)
         ax.set_title(panel.title, fontsize=11, color=_TEXT, loc="left", pad=18, **text)
+        ax.set_xlabel(w("axis_step"), fontsize=9.5, color=_MUTED, **text)
         ax.grid(True, color=_GRID, linewidth=0.7)
         ax.tick_params(labelsize=9.5, colors=_MUTED)
         ax.spines[["top", "right"]].set_visible(False)
         ax.spines[["left", "bottom"]].set_color(_GRID)
-        ax.set_xlabel(w("axis_step"), fontsize=9.5, color=_MUTED, **text)
         handles, labels = ax.get_legend_handles_labels()
         if handles:  # above the data area, right-aligned: never over a line
             ax.legend(handles, labels, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(handles),

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import html
+from html import escape
 from typing import Any
 
 from nbcallback.widgets.render_text import number, progress_parts, run_summary, table, text_table
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import Words, words
 
-__all__ = ["payload", "snapshot_html", "snapshot_text", "snapshot_bundle", "plot_bundle"]
+__all__ = ["payload", "snapshot_bundle", "plot_bundle"]
 
 _FONT = (
     "font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));"
@@ -28,10 +28,6 @@ _COLORS = {"epoch": _BLUE, "train": _BLUE, "eval": _ORANGE, "finished": _GREEN, 
            "error": _RED, "interrupted": _RED}
 _MARKS = {"finished": "✔", "stopped": "■", "error": "✖", "interrupted": "✖"}
 _CELL = "padding:2px 8px"  # inline: marimo's and some viewers' CSS ignore ``cellpadding``
-
-
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
 
 
 def _bar(kind: str, label: str, value: float, maximum: float, *tail: str) -> dict[str, Any]:
@@ -67,15 +63,8 @@ def _lr_note(view: View, w: Words) -> str:
 def payload(
     view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, w: Words = words
 ) -> dict[str, Any]:
-    """The front end's ``view`` dict (without series): ``status``, ``bars``, ``table``, ``hint``.
-
-    Args:
-        view: the run's state.
-        parts: what this callback shows (``progress``, ``table``, ``plot``, ``controls``).
-        hint: a short line on how to stop (shown once, small).
-        status: False leaves the status out (a plot beside a progress bar: one status line).
-        w: the message table (the language).
-    """
+    """The front end's ``view`` dict (without series): ``status`` (None: left to another callback beside this
+    one), ``bars`` (with ``progress`` in ``parts``), ``table`` and the ``hint`` on how to stop."""
     state = None
     if status:
         text = w.say(view.status_text)
@@ -98,68 +87,61 @@ def _bar_html(bar: dict[str, Any]) -> str:
     color = _COLORS[bar["kind"]]
     width = 100.0 * bar["value"] / bar["max"]
     return (
-        f'<div><span style="display:inline-block;min-width:7.5em;color:{color}">{_esc(bar["label"])}</span>'
+        f'<div><span style="display:inline-block;min-width:7.5em;color:{color}">{escape(bar["label"])}</span>'
         '<span style="display:inline-block;width:18em;height:.6em;vertical-align:middle;border-radius:3px;'
         f'background:var(--jp-layout-color3,#ddd)"><span style="display:block;height:100%;width:{width:.1f}%;'
-        f'border-radius:3px;background:{color}"></span></span> {_esc(bar["text"])}</div>'
+        f'border-radius:3px;background:{color}"></span></span> {escape(bar["text"])}</div>'
     )
 
 
 def _table_html(grid: dict[str, Any]) -> str:
-    head = "".join(f'<th style="{_CELL}">{_esc(h)}</th>' for h in grid["header"])
+    head = "".join(f'<th style="{_CELL}">{escape(h)}</th>' for h in grid["header"])
     body = ""
     for cells in grid["rows"]:
         if len(cells) == 1:  # the "rows omitted" line
-            body += f'<tr><td colspan="{len(grid["header"])}" style="text-align:center">{_esc(cells[0])}</td></tr>'
+            body += f'<tr><td colspan="{len(grid["header"])}" style="text-align:center">{escape(cells[0])}</td></tr>'
         else:
-            body += "<tr>" + "".join(f'<td style="{_CELL}">{_esc(c)}</td>' for c in cells) + "</tr>"
+            body += "<tr>" + "".join(f'<td style="{_CELL}">{escape(c)}</td>' for c in cells) + "</tr>"
     caption = ""
     if grid["caption"]:
-        caption = f'<caption style="caption-side:bottom;opacity:.7;text-align:left">{_esc(grid["caption"])}</caption>'
+        caption = f'<caption style="caption-side:bottom;opacity:.7;text-align:left">{escape(grid["caption"])}</caption>'
     return (
         '<table style="border-collapse:collapse;text-align:right;margin-top:4px;font-variant-numeric:tabular-nums">'
         f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
 
 
-def snapshot_html(view: View, parts: frozenset[str], *, status: bool = True, w: Words = words) -> str:
-    """The final static HTML: bars, status, error and the whole (capped) table, then a summary line."""
+def snapshot_bundle(
+    view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True, w: Words = words
+) -> dict[str, str]:
+    """The mime bundle that replaces the live view at the end of a run (the plot comes separately).
+
+    ``text/html``: bars, status, error, the whole (capped) table and a summary line, inline-styled.
+    ``text/plain`` (terminals, nbval, viewers without HTML): the summary, the last rows and where the plot is.
+    """
     data = payload(view, parts | ({"table"} if "progress" in parts else set()), status=status, w=w)
     blocks = [_bar_html(bar) for bar in data["bars"]]
     state = data["status"]
     if state is not None:
-        line = f'<span style="color:{_COLORS.get(state["state"], "inherit")};font-weight:600">{_esc(state["text"])}</span>'
-        blocks.append(f"<div>{line}{' · ' + _esc(state['note']) if state['note'] else ''}</div>")
+        color = _COLORS.get(state["state"], "inherit")
+        line = f'<span style="color:{color};font-weight:600">{escape(state["text"])}</span>'
+        blocks.append(f"<div>{line}{' · ' + escape(state['note']) if state['note'] else ''}</div>")
         if view.error:
-            blocks.append(f'<div style="color:{_COLORS["error"]}">{_esc(view.error)}</div>')
+            blocks.append(f'<div style="color:{_COLORS["error"]}">{escape(view.error)}</div>')
     if data["table"] is not None:
         blocks.append(_table_html(data["table"]))
     if state is not None:
-        blocks.append(f'<div style="opacity:.7;font-size:12px">{_esc(run_summary(view, w))}</div>')
-    return f'<div class="nbc-snapshot" style="{_FONT}">{"".join(blocks)}</div>'
-
-
-def snapshot_text(
-    view: View, parts: frozenset[str], has_plot: bool = False, max_rows: int = 10, w: Words = words
-) -> str:
-    """The snapshot's ``text/plain`` (terminals, nbval, viewers without HTML): the summary and the last rows."""
+        blocks.append(f'<div style="opacity:.7;font-size:12px">{escape(run_summary(view, w))}</div>')
     lines = [run_summary(view, w)] + [text for text in (view.error, _lr_note(view, w)) if text]
     if view.rows and parts & {"progress", "table", "plot"}:
-        rows = view.rows[-max_rows:]
+        rows = view.rows[-10:]
         lines += text_table(dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0), w)
         if view.rows_total > len(rows):
             lines.append(w("last_rows_text", shown=len(rows), total=view.rows_total))
     if has_plot:
         lines.append(w("plot_below"))
-    return "\n".join(lines)
-
-
-def snapshot_bundle(
-    view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True, w: Words = words
-) -> dict[str, str]:
-    """The mime bundle that replaces the live view at the end of a run (the plot comes separately)."""
-    return {"text/html": snapshot_html(view, parts, status=status, w=w),
-            "text/plain": snapshot_text(view, parts, has_plot, w=w)}
+    return {"text/html": f'<div class="nbc-snapshot" style="{_FONT}">{"".join(blocks)}</div>',
+            "text/plain": "\n".join(lines)}
 
 
 def plot_bundle(

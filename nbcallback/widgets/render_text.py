@@ -1,10 +1,5 @@
-"""The words and numbers every renderer shows, and the text renderers built on them.
-
-:class:`TTYRenderer` rewrites one ``\\r`` line on a terminal (at most 4 Hz) and
-leaves one line per epoch.  :class:`LogRenderer` writes plain lines for logs and
-CI: one every ``log_interval`` seconds, one per epoch, and a summary with the
-metrics table at the end.  Both write to ``sys.stdout`` as it is at write time
-unless given a stream.
+"""The words and numbers every renderer shows (text, HTML, widget), and the text renderers:
+:class:`TTYRenderer` for terminals, :class:`LogRenderer` for logs and CI (no ``\\r``, a few dozen lines a run).
 """
 from __future__ import annotations
 
@@ -136,24 +131,15 @@ def text_table(view: View, w: Words = words) -> list[str]:
 
 
 class NullRenderer:
-    """Shows nothing (``display='off'``, non-zero ranks); the interface base.py calls."""
+    """Shows nothing (``display='off'``, non-zero ranks): the renderer interface base.py calls."""
 
     text_interval = 5.0
 
-    def open(self, view: View, state: Any = None, status: bool = True) -> None:
-        pass
-
-    def update(self, view: View, state: Any = None, status: bool = True) -> None:
-        pass
-
-    def event(self, kind: str, view: View) -> None:
-        pass
-
-    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
+    def open(self, view: View, state: Any = None, status: bool = True) -> None: ...
+    def update(self, view: View, state: Any = None, status: bool = True) -> None: ...
+    def event(self, kind: str, view: View) -> None: ...
+    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None: ...
+    def abort(self) -> None: ...
 
 
 class _TextBase(NullRenderer):
@@ -172,7 +158,6 @@ class _TextBase(NullRenderer):
         self.stream.flush()
 
     def _line(self, text: str) -> None:
-        """Write ``text`` as a line of its own."""
         self._write(text + "\n")
 
     def _progress_line(self, view: View, bar_width: int = 0) -> str:
@@ -226,12 +211,7 @@ def _bar(done: float, total: float, width: int, unicode: bool) -> str:
 
 
 class TTYRenderer(_TextBase):
-    """One line rewritten with ``\\r`` (at most 4 Hz), one permanent line per epoch.
-
-    Args:
-        parts: what the callback shows (``'progress'``, ``'table'``, ``'plot'``).
-        stream: where to write (``sys.stdout`` at write time when None).
-    """
+    """One line rewritten with ``\\r`` (at most 4 Hz), one permanent line per epoch."""
 
     text_interval = 0.25
 
@@ -258,13 +238,7 @@ class TTYRenderer(_TextBase):
 
 
 class LogRenderer(_TextBase):
-    """Plain lines for logs: every ``log_interval`` seconds, per epoch, and at the end.
-
-    Args:
-        parts: what the callback shows (``'progress'``, ``'table'``, ``'plot'``).
-        stream: where to write (``sys.stdout`` at write time when None).
-        log_interval: seconds between two progress lines within an epoch.
-    """
+    """Plain lines for logs: every ``log_interval`` seconds, per epoch, and at the end."""
 
     def __init__(
         self, parts: frozenset[str], stream: TextIO | None = None, log_interval: float = 30.0, w: Words = words

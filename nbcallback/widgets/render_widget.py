@@ -1,14 +1,9 @@
-"""Notebook renderers: a live anywidget (``display='widget'``) or ``display_id`` HTML, then a static snapshot.
+"""Notebook renderers: a live anywidget or ``display_id`` HTML while a run trains, then a static snapshot.
 
-:class:`WidgetRenderer` shows a :class:`DashboardWidget`, whose ES module
-(``static/dashboard.js``) draws; the kernel sends data only: ``spec`` (the
-panels) when it changes, ``view`` once per refresh with what is new.  A page
-that joins late says ``hello`` and gets the whole history.  At the end the
-widget's output is replaced through its ``display_id`` (in marimo: the cell
-output) by the static snapshot, the final PNG follows as ``image/png``, and
-the widget is closed, so a saved notebook shows the final state anywhere.
-:class:`StaticRenderer` (``'static'``/``'final'``) updates HTML at most once a
-second, or only at the end.  ``clear_output`` is never called.
+The widget's ES module (``static/dashboard.js``) draws; the kernel syncs data only: ``spec`` (the panels) when it
+changes, ``view`` once per refresh with what is new (all of it after a page says ``hello``).  At the end the
+snapshot replaces the widget, the PNG follows as ``image/png`` and the widget is closed, so a saved notebook shows
+the final state anywhere.  ``clear_output`` is never called: the cell's other output stays.
 """
 from __future__ import annotations
 
@@ -18,6 +13,7 @@ from typing import Any, Callable
 
 import anywidget
 import traitlets
+import IPython.display
 
 from nbcallback.widgets import env
 from nbcallback.widgets.controls import BusyStatus, release_comm_routing, valid_lr
@@ -36,8 +32,8 @@ _LABELS = {"stop": "stop", "stopping": "stopping", "lr": "lr", "apply": "apply",
 class DashboardWidget(anywidget.AnyWidget):
     """The live view: the kernel syncs ``spec`` and ``view``; the browser draws.
 
-    Messages from the page (``stop``, ``lr``, ``hello``) may arrive on a kernel
-    subshell's thread while the run trains; the handlers only store the request.
+    Messages from the page (``stop``, ``lr``, ``hello``) may arrive on a kernel subshell's thread while the run
+    trains; the handlers only store the request.
     """
 
     _esm = STATIC / "dashboard.js"
@@ -70,8 +66,8 @@ class DashboardWidget(anywidget.AnyWidget):
             self.resync.set()
 
     def close(self) -> None:
-        """Stop the busy-status watcher; close the widget and its ``Layout`` model (which
-        ``Widget.close`` leaves open: a saved notebook would keep its state)."""
+        """Stop the busy-status watcher; close the widget and its ``Layout`` model (``Widget.close`` leaves it
+        open, and a saved notebook would keep its state)."""
         if getattr(self, "busy", None) is not None:
             self.busy.stop()
         layout = getattr(self, "layout", None)
@@ -81,16 +77,8 @@ class DashboardWidget(anywidget.AnyWidget):
 
 
 class WidgetRenderer(NullRenderer):
-    """Live anywidget view, then the static snapshot and the PNG (see the module docstring).
-
-    Args:
-        parts: what the callback shows (``progress``, ``table``, ``plot``, ``controls``).
-        panels_for: the panels for the plot's facts (only with ``plot``).
-        on_stop, on_lr: the control handlers (only with ``controls``).
-        hint: the one line on how to stop.
-        w: the message table (the language).
-        foreground: the run trains in the running cell: keep the kernel indicator at busy.
-    """
+    """The live widget, then the snapshot and the PNG.  ``panels_for`` gives the panels for the plot's facts;
+    ``on_stop``/``on_lr`` handle the controls; ``foreground``: keep the kernel indicator at busy."""
 
     text_interval = 0.25
 
@@ -106,44 +94,42 @@ class WidgetRenderer(NullRenderer):
         foreground: bool = False,
     ) -> None:
         self.parts = parts
-        self.w = w
-        self.foreground = foreground
         self.panels_for = panels_for
         self.on_stop = on_stop
         self.on_lr = on_lr
         self.hint = hint
+        self.w = w
+        self.foreground = foreground
         self.widget: DashboardWidget | None = None
         self._handle: Any = None
         self._marimo: Any = None
         self._cursors: dict[str, Any] | None = None
 
     def _send(self, view: View, state: TrainingState, status: bool, full: bool) -> None:
-        """Set ``view`` (and ``spec`` when the panels or the x range changed) in one sync."""
+        """Set ``view``, and ``spec`` when the panels or the x range changed, in one sync."""
         widget = self.widget
         data = payload(view, self.parts, hint=self.hint, status=status, w=self.w)
         if "controls" in self.parts:
             data["controls"] = {"enabled": view.status in ("starting", "running"), "lr": view.lr}
-        plot = {"x_range": [0, 1], "epoch_marks": []}
+        plot: dict[str, Any] = {"x_range": [0, 1], "epoch_marks": []}
         panels = []
         if "plot" in self.parts:
             plot, self._cursors = state.plot_delta(None if full else self._cursors)
             data["series"] = plot["series"]
             panels = [p.to_json() for p in self.panels_for(plot)] if self.panels_for else []
-        spec = {
-            "parts": sorted(self.parts),
-            "panels": panels,
-            "x_range": plot["x_range"],
-            "epoch_marks": plot["epoch_marks"],
-            "colors": {name: list(pair) for name, pair in COLORS.items()},
-            "labels": {name: self.w(key) for name, key in _LABELS.items()},
-        }
         with widget.hold_sync():
-            if full or spec["panels"] != widget.spec["panels"] or spec["x_range"] != widget.spec["x_range"]:
-                widget.spec = spec
+            if full or panels != widget.spec["panels"] or plot["x_range"] != widget.spec["x_range"]:
+                widget.spec = {
+                    "parts": sorted(self.parts),
+                    "panels": panels,
+                    "x_range": plot["x_range"],
+                    "epoch_marks": plot["epoch_marks"],
+                    "colors": {name: list(pair) for name, pair in COLORS.items()},
+                    "labels": {name: self.w(key) for name, key in _LABELS.items()},
+                }
             widget.view = data
 
     def open(self, view: View, state: TrainingState, status: bool = True) -> None:
-        """Create the widget with the current state and show it."""
         self.widget = DashboardWidget(on_stop=self.on_stop, on_lr=self.on_lr)
         if self.foreground:
             busy = BusyStatus.for_foreground_run()
@@ -155,12 +141,9 @@ class WidgetRenderer(NullRenderer):
             self._marimo = marimo
             marimo.output.replace(marimo.ui.anywidget(self.widget))
         else:
-            from IPython.display import display
-
-            self._handle = display(self.widget, display_id=True)
+            self._handle = IPython.display.display(self.widget, display_id=True)
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:
-        """Send what changed since the last update (everything after a page's ``hello``)."""
         if self.widget is not None:
             full = self.widget.resync.is_set()
             if full:
@@ -168,70 +151,63 @@ class WidgetRenderer(NullRenderer):
             self._send(view, state, status, full)
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        """Replace the live view with the snapshot and the final PNG; close the widget."""
         widget, self.widget = self.widget, None
         bundle = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w)
         image, metadata = plot_bundle(view, png, css_width, self.w)
         try:
             if self._marimo is not None:
                 mo = self._marimo
-                mo.output.replace(mo.vstack([mo.Html(bundle["text/html"])] + ([mo.image(png)] if png is not None else [])))
-            elif self._handle is None:
-                pass
-            elif self.parts & {"progress", "table"} or status:
-                from IPython.display import display
-
+                items = [mo.Html(bundle["text/html"])] + ([mo.image(png)] if png is not None else [])
+                mo.output.replace(mo.vstack(items))
+            elif self._handle is not None and not (self.parts & {"progress", "table"} or status):
+                # A plot alone: the PNG takes the widget's place.
+                self._handle.update(image if png is not None else bundle, raw=True, metadata=metadata)
+            elif self._handle is not None:
                 self._handle.update(bundle, raw=True)
                 if png is not None:
-                    display(image, raw=True, metadata=metadata)
-            else:  # a plot alone: the PNG takes the widget's place
-                self._handle.update(image if png is not None else bundle, raw=True, metadata=metadata)
+                    IPython.display.display(image, raw=True, metadata=metadata)
         finally:
             if widget is not None:
                 widget.close()
 
     def abort(self) -> None:
-        """The display failed: close the widget, leave the rest."""
         widget, self.widget = self.widget, None
         if widget is not None:
             widget.close()
 
 
 class StaticRenderer(NullRenderer):
-    """``display_id`` HTML (``live``: at most once per ``interval`` seconds), then the snapshot and PNG."""
+    """``display_id`` HTML (``live``: at most once per ``interval`` seconds), then the snapshot and the PNG."""
 
     def __init__(self, parts: frozenset[str], live: bool = True, interval: float = 1.0, w: Words = words) -> None:
         self.parts = parts
-        self.w = w
         self.live = live
         self.text_interval = float(interval)
+        self.w = w
         self._handle: Any = None
         self._plot_handle: Any = None
 
     def open(self, view: View, state: TrainingState, status: bool = True) -> None:
-        from IPython.display import display
-
         if self.live:
             bundle = snapshot_bundle(view, self.parts, status=status, w=self.w)
-            self._handle = display(bundle, raw=True, display_id=True)
+            self._handle = IPython.display.display(bundle, raw=True, display_id=True)
             if "plot" in self.parts:
-                self._plot_handle = display({"text/plain": self.w("plot_pending")}, raw=True, display_id=True)
+                pending = {"text/plain": self.w("plot_pending")}
+                self._plot_handle = IPython.display.display(pending, raw=True, display_id=True)
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:
         if self._handle is not None:
             self._handle.update(snapshot_bundle(view, self.parts, status=status, w=self.w), raw=True)
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        from IPython.display import display
-
         bundle = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w)
         image, metadata = plot_bundle(view, png, css_width, self.w)
         if self._handle is not None:
             self._handle.update(bundle, raw=True)
         else:
-            display(bundle, raw=True)
+            IPython.display.display(bundle, raw=True)
         if "plot" in self.parts and view.kind == "train":
             if self._plot_handle is not None:
                 self._plot_handle.update(image, raw=True, metadata=metadata)
             else:
-                display(image, raw=True, metadata=metadata)
+                IPython.display.display(image, raw=True, metadata=metadata)

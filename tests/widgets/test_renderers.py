@@ -16,7 +16,7 @@ from nbcallback.train import Callback
 from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar
 from nbcallback.widgets.clock import FakeClock
 from nbcallback.widgets.panels import Panel, default_panels
-from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle, snapshot_html, snapshot_text
+from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import LogRenderer, TTYRenderer
 from nbcallback.widgets.state import TrainingState
 from tests.widgets._reader import accumulate
@@ -144,7 +144,7 @@ def test_snapshot_html_shows_bars_status_table_and_summary_escaped() -> None:
     state, clock = _state()
     state.finish(clock(), "stopped", "stopped by user at epoch 1, step 30 (Stop button)")
     view = state.view(clock(), live_rows=None)
-    html = snapshot_html(view, PROGRESS)
+    html = snapshot_bundle(view, PROGRESS)["text/html"]
     assert html.startswith('<div class="nbc-snapshot"') and "<script" not in html and "<img" not in html
     assert html.count("width:15.0%") == 1 and html.count("width:30.0%") == 1  # epoch and step bars, as stopped
     assert "■ stopped by user at epoch 1, step 30 (Stop button)" in html
@@ -153,8 +153,9 @@ def test_snapshot_html_shows_bars_status_table_and_summary_escaped() -> None:
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
     assert "Training stopped by user at epoch 1, step 30 (Stop button): 0/2 epochs, 30/200 steps" in html
     # A plot-only callback beside a progress bar shows no status and no summary of its own.
-    assert snapshot_html(view, frozenset({"plot"}), status=False) == snapshot_html(view, frozenset(), status=False)
-    assert "stopped" not in snapshot_html(view, frozenset({"plot"}), status=False)
+    plot_only = snapshot_bundle(view, frozenset({"plot"}), status=False)["text/html"]
+    assert plot_only == snapshot_bundle(view, frozenset(), status=False)["text/html"]
+    assert "stopped" not in plot_only
 
 
 def test_snapshot_text_says_what_happened_on_its_own() -> None:
@@ -162,7 +163,7 @@ def test_snapshot_text_says_what_happened_on_its_own() -> None:
     state.set_lr(0.02, changed_at=30)
     state.finish(clock(), "error", "failed with ValueError at epoch 1, step 30", error="ValueError: bad <batch>")
     view = state.view(clock(), live_rows=None)
-    lines = snapshot_text(view, PROGRESS, has_plot=True).splitlines()
+    lines = snapshot_bundle(view, PROGRESS, has_plot=True)["text/plain"].splitlines()
     assert lines[0].startswith("Training failed with ValueError at epoch 1, step 30: 0/2 epochs, 30/200 steps")
     assert lines[1] == "ValueError: bad <batch>"
     assert lines[2] == "lr set to 0.02 at step 30"
