@@ -8,6 +8,7 @@ the final state anywhere.  ``clear_output`` is never called: the cell's other ou
 from __future__ import annotations
 
 import threading
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -76,38 +77,49 @@ class DashboardWidget(anywidget.AnyWidget):
             layout.close()
 
 
+@dataclass(eq=False)
 class WidgetRenderer(NullRenderer):
     """The live widget, then the snapshot and the PNG.  ``panels_for`` gives the panels for the plot's facts;
     ``on_stop``/``on_lr`` handle the controls; ``foreground``: keep the kernel indicator at busy."""
 
+    parts: frozenset[str]
+    _: KW_ONLY
+    panels_for: Callable[[dict[str, Any]], list[Panel]] | None = None
+    on_stop: Callable[[], None] | None = None
+    on_lr: Callable[[float], None] | None = None
+    hint: str = ""
+    w: Words = words
+    foreground: bool = False
+    widget: DashboardWidget | None = field(default=None, init=False)
+    _handle: Any = field(default=None, init=False)
+    _marimo: Any = field(default=None, init=False)
+    _cursors: dict[str, Any] | None = field(default=None, init=False)
     text_interval = 0.25
 
-    def __init__(
-        self,
-        parts: frozenset[str],
-        *,
-        panels_for: Callable[[dict[str, Any]], list[Panel]] | None = None,
-        on_stop: Callable[[], None] | None = None,
-        on_lr: Callable[[float], None] | None = None,
-        hint: str = "",
-        w: Words = words,
-        foreground: bool = False,
-    ) -> None:
-        self.parts = parts
-        self.panels_for = panels_for
-        self.on_stop = on_stop
-        self.on_lr = on_lr
-        self.hint = hint
-        self.w = w
-        self.foreground = foreground
-        self.widget: DashboardWidget | None = None
-        self._handle: Any = None
-        self._marimo: Any = None
-        self._cursors: dict[str, Any] | None = None
+    def open(self, view: View, state: TrainingState, status: bool = True) -> None:
+        self.widget = DashboardWidget(on_stop=self.on_stop, on_lr=self.on_lr)
+        if self.foreground:
+            busy = BusyStatus.for_foreground_run()
+            self.widget.busy = busy.start() if busy is not None else None
+        self.widget.resync.set()  # the first update sends everything
+        self.update(view, state, status)
+        if env.in_marimo():
+            import marimo
 
-    def _send(self, view: View, state: TrainingState, status: bool, full: bool) -> None:
-        """Set ``view``, and ``spec`` when the panels or the x range changed, in one sync."""
+            self._marimo = marimo
+            marimo.output.replace(marimo.ui.anywidget(self.widget))
+        else:
+            self._handle = IPython.display.display(self.widget, display_id=True)
+
+    def update(self, view: View, state: TrainingState, status: bool = True) -> None:
+        """Set ``view`` with what is new (all of it after a page's ``hello``), and ``spec`` when the panels or
+        the x range changed, in one sync."""
         widget = self.widget
+        if widget is None:
+            return
+        full = widget.resync.is_set()
+        if full:
+            widget.resync.clear()
         data = payload(view, self.parts, hint=self.hint, status=status, w=self.w)
         if "controls" in self.parts:
             data["controls"] = {"enabled": view.status in ("starting", "running"), "lr": view.lr}
@@ -128,27 +140,6 @@ class WidgetRenderer(NullRenderer):
                     "labels": {name: self.w(key) for name, key in _LABELS.items()},
                 }
             widget.view = data
-
-    def open(self, view: View, state: TrainingState, status: bool = True) -> None:
-        self.widget = DashboardWidget(on_stop=self.on_stop, on_lr=self.on_lr)
-        if self.foreground:
-            busy = BusyStatus.for_foreground_run()
-            self.widget.busy = busy.start() if busy is not None else None
-        self._send(view, state, status, full=True)
-        if env.in_marimo():
-            import marimo
-
-            self._marimo = marimo
-            marimo.output.replace(marimo.ui.anywidget(self.widget))
-        else:
-            self._handle = IPython.display.display(self.widget, display_id=True)
-
-    def update(self, view: View, state: TrainingState, status: bool = True) -> None:
-        if self.widget is not None:
-            full = self.widget.resync.is_set()
-            if full:
-                self.widget.resync.clear()
-            self._send(view, state, status, full)
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         widget, self.widget = self.widget, None
