@@ -54,7 +54,7 @@ class Line:
 
 @dataclass(frozen=True)
 class Panel:
-    """One plot panel: a title, its lines (any iterable of :class:`Line`) and a y scale, ``'linear'`` or ``'log'``."""
+    """One plot panel: a title, its :class:`Line` s and a y scale, ``'linear'`` or ``'log'``."""
 
     title: str
     lines: Sequence[Line]
@@ -95,7 +95,8 @@ def default_panels(
     panels = [Panel(w("panel_loss"), loss_lines, "log" if loss_positive else "linear")]
     if groups:
         for title, names in groups.items():
-            panels.append(Panel(title, [Line("eval:" + n, n, f"m{i % 4 + 1}", "points") for i, n in enumerate(names)]))
+            lines = [Line("eval:" + name, name, f"m{i % 4 + 1}", "points") for i, name in enumerate(names)]
+            panels.append(Panel(title, lines))
     else:
         others = [name for name in metrics if name != eval_loss][:3]
         panels += [Panel(name, [Line("eval:" + name, w("legend_eval"), "eval", "points")]) for name in others]

@@ -1,9 +1,6 @@
-"""Notebook renderers: a live anywidget or ``display_id`` HTML while a run trains, then a static snapshot.
-
-The widget's ES module (``static/dashboard.js``) draws; the kernel syncs data only: ``spec`` (the panels) when it
-changes, ``view`` once per refresh with what is new (all of it after a page says ``hello``).  At the end the
-snapshot replaces the widget, the PNG follows as ``image/png`` and the widget is closed, so a saved notebook shows
-the final state anywhere.  ``clear_output`` is never called: the cell's other output stays.
+"""Notebook renderers: a live anywidget (``static/dashboard.js`` draws, the kernel syncs data) or ``display_id``
+HTML while a run trains; at the end a static snapshot and the PNG replace it, so a saved notebook shows the final
+state anywhere.  ``clear_output`` is never called: the cell's other output stays.
 """
 from __future__ import annotations
 
@@ -13,8 +10,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import anywidget
-import traitlets
 import IPython.display
+import traitlets
 
 from nbcallback.widgets import env
 from nbcallback.widgets.controls import BusyStatus, release_comm_routing, valid_lr
@@ -31,11 +28,8 @@ _LABELS = {"stop": "stop", "stopping": "stopping", "lr": "lr", "apply": "apply",
 
 
 class DashboardWidget(anywidget.AnyWidget):
-    """The live view: the kernel syncs ``spec`` and ``view``; the browser draws.
-
-    Messages from the page (``stop``, ``lr``, ``hello``) may arrive on a kernel subshell's thread while the run
-    trains; the handlers only store the request.
-    """
+    """The live view: the kernel syncs ``spec`` (the panels) and ``view``; the page sends ``stop``, ``lr`` and
+    ``hello``, maybe on a kernel subshell's thread while the run trains: the handlers only store the request."""
 
     _esm = STATIC / "dashboard.js"
     _css = STATIC / "dashboard.css"
