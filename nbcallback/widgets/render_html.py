@@ -1,9 +1,6 @@
-"""What the notebook shows: the live widget's ``view`` data, and the static snapshot left at the end.
-
-:func:`payload` formats every word for the front end (the browser only lays it
-out); :func:`snapshot_bundle` is the same as inline-styled, escaped HTML plus a
-``text/plain`` summary; :func:`plot_bundle` is the final PNG as its own
-``image/png`` output (GitHub's viewer drops data-URI images inside HTML).
+"""What the notebook shows: :func:`payload`, the live widget's ``view`` with every word formatted; the same as
+the static snapshot left at the end (:func:`snapshot_bundle`: escaped, inline-styled HTML and ``text/plain``); the
+final PNG as its own ``image/png`` output (:func:`plot_bundle`: GitHub's viewer drops data-URI images in HTML).
 """
 from __future__ import annotations
 
