@@ -11,21 +11,17 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LAZY = {
-    "BackgroundRun": "background",
-    "run_in_background": "background",
-    "Dashboard": "dashboard",
-    "LiveCallback": "base",
-    "LiveLossPlot": "live_loss_plot",
-    "Line": "panels",
-    "Panel": "panels",
-    "ProgressBar": "progress_bar",
-    "TrainingState": "state",
-    "View": "state",
-    "resolve_display": "env",
-    "DISPLAY_MODES": "env",
-    "ENV_VAR": "env",
+_MODULES = {
+    "background": ["BackgroundRun", "run_in_background"],
+    "base": ["LiveCallback"],
+    "dashboard": ["Dashboard"],
+    "env": ["DISPLAY_MODES", "ENV_VAR", "resolve_display"],
+    "live_loss_plot": ["LiveLossPlot"],
+    "panels": ["Line", "Panel"],
+    "progress_bar": ["ProgressBar"],
+    "state": ["TrainingState", "View"],
 }
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = list(_LAZY)
 
 

@@ -1,10 +1,5 @@
-"""Train on a background thread, leaving the notebook kernel free.
-
-A busy cell queues the front end's widget messages until it ends (jupyter-widgets/ipywidgets#1349).
-:func:`run_in_background` runs the training call on a thread, so Stop and lr clicks act at once in any front end.
-The live view is displayed by the calling cell.  Do not use the model, its optimizer or its datasets elsewhere
-until ``run.done``.  Under nbclient/nbconvert prefer a foreground ``fit`` (it records only the running cell).
-"""
+"""Train on a thread so the kernel stays free: a busy cell would queue every widget click until it ends
+(jupyter-widgets/ipywidgets#1349).  Under nbclient/nbconvert prefer a foreground ``fit``."""
 from __future__ import annotations
 
 import threading
@@ -67,11 +62,7 @@ class BackgroundRun:
         return self._thread.is_alive() and not self.done
 
     def stop(self, wait: bool = False, timeout: float | None = None) -> None:
-        """Ask the run to stop after the current step, as the Stop button does.
-
-        Args:
-            wait: also wait for the run to end (see :meth:`wait`).
-            timeout: with ``wait``, the most seconds to wait.
+        """Ask the run to stop after the current step, as the Stop button does; ``wait``: also :meth:`wait`.
 
         Raises:
             RuntimeError: the run has no ``nbcallback.widgets`` callback to carry the request.
@@ -86,17 +77,9 @@ class BackgroundRun:
             self.wait(timeout)
 
     def wait(self, timeout: float | None = None) -> Any:
-        """Block until the run ends; return the training call's result or raise its exception.
-
-        The kernel's interrupt button while waiting stops the run after the current step and keeps waiting (so
-        ``wait()`` returns normally); a second interrupt raises ``KeyboardInterrupt`` at once.
-
-        Args:
-            timeout: the most seconds to wait; None waits for the end.
-
-        Raises:
-            TimeoutError: ``timeout`` passed before the run ended.
-        """
+        """Block until the run ends (at most ``timeout`` s, else ``TimeoutError``); return the training call's result
+        or raise its exception.  An interrupt while waiting stops the run after the current step and keeps waiting;
+        a second one raises ``KeyboardInterrupt`` at once."""
         deadline = None if timeout is None else time.monotonic() + timeout
         interrupted = False
         while not self.done:
@@ -135,10 +118,8 @@ class BackgroundRun:
 def run_in_background(target: Callable[..., Any], *args: Any, **kwargs: Any) -> BackgroundRun:
     """Start ``target(*args, **kwargs)`` (``model.train``, ``fit`` or ``eval``) on a thread; return its handle.
 
-    The cell ends at once and the kernel stays free, so the Dashboard's Stop and lr controls act during training
-    in every front end.  ``run.wait()`` blocks until the end and re-raises the training's exception.
-
-    Example::
+    The cell ends at once and the kernel stays free, so the Dashboard's controls act in every front end.  Do not
+    use the model, its optimizer or its datasets elsewhere until ``run.done``.  Example::
 
         run = run_in_background(model.fit, 5, train_ds, test_ds, callbacks=[Dashboard()])
         run.wait()

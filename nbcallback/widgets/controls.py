@@ -16,9 +16,6 @@ __all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "release_comm_routi
 
 SHARED_KEY = "nbcallback_widgets"
 
-_SOURCES = {"interrupt": "source_interrupt", "button": "source_button", "code": "source_code"}
-
-
 class RunShared:
     """What the callbacks of one run share: who to poke, why and where the run stopped, the SIGINT handler."""
 
@@ -43,7 +40,7 @@ class RunShared:
     def describe_stop(self) -> str:
         """``"stopped by user at epoch 2, step 312 (Stop button)"``, as a :class:`Msg`."""
         reason = self.stop_reason or ""
-        source = Msg(_SOURCES[reason]) if reason in _SOURCES else (reason or Msg("source_user"))
+        source = Msg(f"source_{reason}") if reason in ("interrupt", "button", "code") else reason or Msg("source_user")
         if self.stop_where is None:
             return Msg("stopped_by_user_plain", source=source)
         epoch, step, eval_step = self.stop_where

@@ -1,10 +1,5 @@
-"""Which renderer to use: notebook widgets, static HTML, terminal text, or nothing.
-
-First match wins: a non-zero ``rank_id`` -> ``'off'``; the callback's ``display=``; ``$NBCALLBACK_DISPLAY``;
-detection (a notebook kernel with anywidget, or marimo -> ``'widget'``, Databricks -> ``'static'``, else
-``'text'``).  ``'text'`` becomes ``'tty'`` (one ``\\r`` line) on a terminal, else ``'log'`` (plain lines).
-Nothing here imports IPython, anywidget or marimo: the checks read ``sys.modules`` and ask whether anywidget exists.
-"""
+"""Which renderer to use, and where the notebook runs.  Nothing here imports IPython, anywidget or marimo: the
+checks read ``sys.modules`` and only ask whether anywidget can be found."""
 from __future__ import annotations
 
 import importlib.util
@@ -55,13 +50,6 @@ def kernel_supports_subshells() -> bool:
     return bool(getattr(running_kernel(), "_supports_kernel_subshells", False))
 
 
-def _is_tty(stream: TextIO) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):  # no isatty, or a closed or detached stream
-        return False
-
-
 def resolve_display(
     requested: str = "auto",
     *,
@@ -70,7 +58,11 @@ def resolve_display(
     environ: Mapping[str, str] | None = None,
     notebook: bool | None = None,
 ) -> str:
-    """The concrete renderer name: ``'widget'``, ``'static'``, ``'final'``, ``'tty'``, ``'log'`` or ``'off'``.
+    """The concrete renderer: ``'widget'``, ``'static'``, ``'final'``, ``'tty'``, ``'log'`` or ``'off'``.
+
+    First match wins: a non-zero rank -> ``'off'``; ``requested``; ``$NBCALLBACK_DISPLAY``; detection (a notebook
+    kernel -> ``'widget'``, or ``'static'`` on Databricks or without anywidget; else ``'text'``).  ``'text'`` is
+    ``'tty'`` (one ``\\r`` line) on a terminal, else ``'log'`` (plain lines, no escape codes).
 
     Args:
         requested: the callback's ``display=`` argument (one of :data:`DISPLAY_MODES`).
@@ -92,25 +84,24 @@ def resolve_display(
         mode = environ.get(ENV_VAR, "").strip().lower() or "auto"
         if mode not in DISPLAY_MODES:
             raise ValueError(f"{ENV_VAR} must be one of {DISPLAY_MODES}, got {mode!r}")
-    kernel = in_notebook_kernel() if notebook is None else notebook
     if mode == "auto":
-        mode = "text" if not kernel else "static" if environ.get("DATABRICKS_RUNTIME_VERSION") else "widget"
-    if mode in ("widget", "static", "final") and not kernel:  # widgets or HTML outside a kernel would print reprs
-        mode = "text"
+        mode = "static" if environ.get("DATABRICKS_RUNTIME_VERSION") else "widget"
+    if mode in ("widget", "static", "final") and not (in_notebook_kernel() if notebook is None else notebook):
+        mode = "text"  # widgets or HTML outside a kernel would print reprs
     if mode == "widget" and importlib.util.find_spec("anywidget") is None:
         mode = "static"
     if mode == "text":
-        mode = "tty" if _is_tty(sys.stdout if stream is None else stream) else "log"
+        stream = sys.stdout if stream is None else stream
+        try:
+            mode = "tty" if stream.isatty() else "log"
+        except (AttributeError, ValueError, OSError):  # no isatty, or a closed or detached stream
+            mode = "log"
     return mode
 
 
 def describe_frontend_support(mode: str, background: bool, subshells: bool, where: str | None = None) -> dict[str, Any]:
-    """Whether the Stop / lr controls can act while the run trains, and the one hint (a message key, '' for none).
-
-    Returns ``{'controls': bool, 'hint': key}``.  A foreground run gets controls only in JupyterLab >= 4.4 /
-    Notebook >= 7.4 with a kernel that has subshells; VS Code, Colab and marimo queue clicks until the cell ends,
-    so there the controls come only with ``run_in_background``.
-    """
+    """``{'controls': bool, 'hint': message key or ''}``: a foreground run's clicks reach a busy kernel only in
+    JupyterLab >= 4.4 / Notebook >= 7.4 with subshells; VS Code, Colab and marimo need ``run_in_background``."""
     if mode != "widget" or background:
         return {"controls": mode == "widget", "hint": ""}
     where = host() if where is None else where

@@ -46,7 +46,8 @@ class LiveLossPlot(LiveCallback):
         self.groups = dict(groups) if groups else None
         self.panels = list(panels)
         if not all(isinstance(panel, Panel) for panel in self.panels):
-            raise TypeError("panels must be nbcallback.widgets.Panel objects, e.g. Panel('acc', [Line('eval:acc', 'acc')])")
+            example = "Panel('acc', [Line('eval:acc', 'acc')])"
+            raise TypeError(f"panels must be nbcallback.widgets.Panel objects, e.g. {example}")
         self.lr_panel = lr_panel
         super().__init__(display, **kwargs)
 

@@ -50,7 +50,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "total_eta": "total ETA {eta}",
         "loss_value": "loss {value}",
         "lr_value": "lr {value}",
-        "summary_train": "Training {status}: {epochs_done}/{epochs} epochs, {steps_done}/{total_steps} steps, in {elapsed}",
+        "summary_train": "Training {status}: {epochs_done}/{epochs} epochs, {steps_done}/{total_steps} steps, "
+                         "in {elapsed}",
         "summary_eval": "Evaluation {status}: {steps} steps, in {elapsed}",
         "summary_loss": "loss {value}",
         # table
