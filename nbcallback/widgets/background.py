@@ -26,7 +26,7 @@ class BackgroundRun:
         self.callbacks: list[LiveCallback] = []
         for value in [*args, *kwargs.values()]:
             for item in value if isinstance(value, (list, tuple)) else [value]:
-                if isinstance(item, LiveCallback) and all(item is not known for known in self.callbacks):
+                if isinstance(item, LiveCallback) and item not in self.callbacks:
                     self.callbacks.append(item)
         self._done = threading.Event()
         self.result: Any = None
