@@ -13,35 +13,19 @@ __all__ = ["LiveLossPlot"]
 class LiveLossPlot(LiveCallback):
     """Live panels of the training loss per step, the evaluation results and the learning rate.
 
-    The **loss** panel shows the training loss per step as a faint band (the
-    lowest and highest value of each group of steps, so spikes stay visible)
-    under its smoothed line, and the evaluation loss as points, on a log scale
-    while every loss is positive.  Each other metric gets a panel with one
-    point per evaluation, and a **learning rate** panel appears when the rate
-    changes during the run (a scheduler, ``ReduceLROnPlateau``, the Dashboard's
-    lr box).  Epoch boundaries are dotted; the x axis is preset to the planned
-    steps, so the plot does not jump.  Hovering a panel shows the values at
-    the nearest step.
-
-    The browser draws the panels (crisp at any zoom, in the notebook's light or
-    dark theme) from data the kernel sends at most 4 times a second; the kernel
-    draws nothing while training runs.  When the run ends, the same panels are
-    drawn once with matplotlib, as the PNG the saved notebook keeps.
+    The loss panel shows the per-step loss as a min/max band under its smoothed line and the evaluation loss as
+    points (log scale while positive); each other metric gets a panel, and a learning-rate panel appears when the
+    rate changes.  The browser draws while training runs; at the end matplotlib draws the same panels once as
+    the PNG the saved notebook keeps (also in :attr:`last_png`).  A terminal shows no plot, only a summary line.
 
     Args:
-        display: see :class:`~nbcallback.widgets.base.LiveCallback`; in a
-            terminal there is no plot (only a summary line), use
-            ``save_path`` to get the PNG.
-        save_path: write the final PNG there at the end of every run (folders
-            are created).
-        groups: metric panels after the loss panel, ``{title: [metric names]}``;
-            by default each other metric has its own panel (at most 3).
+        display: see :class:`~nbcallback.widgets.base.LiveCallback`.
+        save_path: write the final PNG there at the end of every run (folders are created).
+        groups: metric panels after the loss panel, ``{title: [metric names]}``; by default each other metric
+            has its own panel (at most 3).
         panels: more :class:`~nbcallback.widgets.panels.Panel` s, drawn after those.
         lr_panel: ``'auto'`` (when the learning rate changes), True or False.
-        **kwargs: the other :class:`~nbcallback.widgets.base.LiveCallback`
-            arguments (``max_points``, ``smoothing``, ``graceful_interrupt`` ...).
-
-    The last PNG is also kept in :attr:`last_png` (bytes).
+        **kwargs: the other :class:`~nbcallback.widgets.base.LiveCallback` arguments.
     """
 
     _PARTS = frozenset({"plot"})
@@ -62,7 +46,8 @@ class LiveLossPlot(LiveCallback):
         self.groups = dict(groups) if groups else None
         self.panels = list(panels)
         if not all(isinstance(panel, Panel) for panel in self.panels):
-            raise TypeError("panels must be nbcallback.widgets.Panel objects, e.g. Panel('acc', [Line('eval:acc', 'acc')])")
+            example = "Panel('acc', [Line('eval:acc', 'acc')])"
+            raise TypeError(f"panels must be nbcallback.widgets.Panel objects, e.g. {example}")
         self.lr_panel = lr_panel
         super().__init__(display, **kwargs)
 

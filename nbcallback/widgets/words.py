@@ -1,14 +1,8 @@
-"""Every word the widgets write, in one table per language (English, Simplified Chinese).
+"""Every word the widgets write, one table per language (English, Simplified Chinese).
 
-Pick the language with ``lang=`` on a callback (``ProgressBar(lang="zh_CN")``)
-or the ``NBCALLBACK_LANG`` environment variable; English is the default.
-Lines that MindSpore itself prints (``epoch: 1 step: 300, loss is ...``) are
-not the widgets' and stay as MindSpore prints them.
-
-A message is a :class:`Msg`: a ``str`` holding the English text, which also
-remembers its key and parameters, so a renderer can say it again in the
-chosen language (``Words.say``).  Code that only needs English keeps treating
-it as a string.
+Pick the language with ``lang=`` on a callback or the ``NBCALLBACK_LANG`` environment variable; English is the
+default.  A :class:`Msg` is the English text that remembers its key and parameters, so a renderer can say it again
+in the chosen language (``Words.say``).
 """
 from __future__ import annotations
 
@@ -17,7 +11,6 @@ from typing import Any, Mapping
 
 __all__ = ["LANGS", "LANG_ENV_VAR", "MESSAGES", "Msg", "Words", "resolve_lang", "words"]
 
-#: The environment variable that picks the language when ``lang`` is not given.
 LANG_ENV_VAR = "NBCALLBACK_LANG"
 
 MESSAGES: dict[str, dict[str, str]] = {
@@ -57,7 +50,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "total_eta": "total ETA {eta}",
         "loss_value": "loss {value}",
         "lr_value": "lr {value}",
-        "summary_train": "Training {status}: {epochs_done}/{epochs} epochs, {steps_done}/{total_steps} steps, in {elapsed}",
+        "summary_train": "Training {status}: {epochs_done}/{epochs} epochs, {steps_done}/{total_steps} steps, "
+                         "in {elapsed}",
         "summary_eval": "Evaluation {status}: {steps} steps, in {elapsed}",
         "summary_loss": "loss {value}",
         # table
@@ -165,8 +159,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
 }
 LANGS = tuple(MESSAGES)
-_ALIASES = {"en": "en", "en_us": "en", "en-us": "en", "zh": "zh_CN", "zh_cn": "zh_CN", "zh-cn": "zh_CN",
-            "zh-hans": "zh_CN", "zh_hans": "zh_CN"}
+_ALIASES = {"en": "en", "en_us": "en", "zh": "zh_CN", "zh_cn": "zh_CN", "zh_hans": "zh_CN"}
 
 
 def resolve_lang(lang: str | None = None, environ: Mapping[str, str] | None = None) -> str:
@@ -177,7 +170,7 @@ def resolve_lang(lang: str | None = None, environ: Mapping[str, str] | None = No
     """
     environ = os.environ if environ is None else environ
     given = lang if lang is not None else environ.get(LANG_ENV_VAR, "").strip() or "en"
-    found = _ALIASES.get(str(given).lower())
+    found = _ALIASES.get(str(given).lower().replace("-", "_"))
     if found is None:
         origin = "lang" if lang is not None else LANG_ENV_VAR
         raise ValueError(f"{origin}={given!r} has no message table; use one of {LANGS} (or 'zh', 'zh-CN')")
@@ -187,12 +180,8 @@ def resolve_lang(lang: str | None = None, environ: Mapping[str, str] | None = No
 class Msg(str):
     """A message: its English text, plus the key and parameters to say it in another language."""
 
-    key: str
-    params: dict[str, Any]
-
     def __new__(cls, key: str, **params: Any) -> "Msg":
-        text = MESSAGES["en"][key].format(**params)
-        msg = super().__new__(cls, text)
+        msg = super().__new__(cls, MESSAGES["en"][key].format(**params))
         msg.key = key
         msg.params = params
         return msg
@@ -210,10 +199,7 @@ class Words:
 
     def say(self, text: Any) -> Any:
         """``text`` in this language when it is a :class:`Msg` (nested ones too), else unchanged."""
-        if isinstance(text, Msg):
-            return self(text.key, **text.params)
-        return text
+        return self(text.key, **text.params) if isinstance(text, Msg) else text
 
 
-#: English, the default.
 words = Words("en")
