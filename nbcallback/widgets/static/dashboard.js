@@ -24,8 +24,7 @@ export function validLr(text) {
   return isNum(v) && v > 0 ? v : null;
 }
 
-/** A table cell that reads as a number or a time (right-aligned). */
-export const isNumericCell = (s) => /^[-+]?[\d.,:]+(e[-+]?\d+)?%?$/i.test(String(s ?? "").trim());
+export const isNumericCell = (s) => /^[-+]?[\d.,:]+(e[-+]?\d+)?%?$/i.test(String(s ?? "").trim()); // right-aligned
 
 /** The tooltip text: "step 512 · train 0.2345 · eval loss 0.21". */
 export const tooltipText = (stepWord, x, entries) =>
@@ -38,7 +37,8 @@ export function cssColor(colors, name) {
 }
 
 /** Rough text width in px: `per` per Latin character, about twice that per CJK character. */
-export const textWidth = (text, per) => sum([...String(text ?? "")].map((c) => (c.codePointAt(0) >= 0x2e80 ? 1.9 : 1) * per));
+export const textWidth = (text, per) =>
+  sum([...String(text ?? "")].map((c) => (c.codePointAt(0) >= 0x2e80 ? 1.9 : 1) * per));
 
 /** A delta's (or tail's) x, with its y, lo and hi cut or padded with null to x's length. */
 function columns(d) {
@@ -61,7 +61,7 @@ export function mergeDelta(rec, delta) {
   return fresh ? "replaced" : "ok";
 }
 
-/** A fresh model-level store: the latest view (without series), merged series, redraw listeners. */
+/** A model's store: the latest view (without series), the merged series, the redraw listeners. */
 export const createStore = () => ({ view: {}, series: {}, lastHello: -Infinity, listeners: new Set() });
 
 /** Apply one `view` (trait or `msg:custom`): its keys but `series` replace the last view's, series deltas merge.
@@ -94,9 +94,7 @@ export function niceTicks(lo, hi, n = 5) {
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = mag * (raw / mag < 1.5 ? 1 : raw / mag < 3 ? 2 : raw / mag < 7 ? 5 : 10);
   const out = [];
-  for (let i = Math.ceil(lo / step - 1e-9); i * step <= hi + step * 1e-9 && out.length < 1000; i++) {
-    out.push(Number((i * step).toPrecision(12)));
-  }
+  for (let i = Math.ceil(lo / step - 1e-9); i * step <= hi + step * 1e-9; i++) out.push(Number((i * step).toPrecision(12)));
   return out;
 }
 
@@ -113,30 +111,27 @@ export function logTicks(lo, hi) {
   return inside.length >= 2 ? inside : niceTicks(lo, hi, 3).filter((v) => v > 0);
 }
 
-/** Data to pixels, "linear" or "log": NaN for a missing value (or v <= 0 on a log scale), the middle of the
- * range for a one-point domain; `invert` maps pixels back to data. */
+/** Data to pixels, linear or log (NaN if missing, or v <= 0 on a log scale); `invert` maps pixels back. */
 export function makeScale(domain, [r0, r1], kind = "linear") {
   const log = kind === "log";
   const t = (v) => (typeof v !== "number" ? NaN : log ? (v > 0 ? Math.log10(v) : NaN) : v);
   const [d0, d1] = domain.map(t);
-  const flat = !(isNum(d0) && isNum(d1)) || d0 === d1;
+  const flat = !(isNum(d0) && isNum(d1)) || d0 === d1; // a one-point domain maps to the middle
   const scale = (v) => (!isNum(t(v)) ? NaN : flat ? (r0 + r1) / 2 : r0 + ((t(v) - d0) / (d1 - d0)) * (r1 - r0));
-  scale.invert = (px) => {
-    const tv = flat ? d0 : d0 + ((px - r0) / (r1 - r0)) * (d1 - d0);
-    return log ? 10 ** tv : tv;
-  };
+  const back = (tv) => (log ? 10 ** tv : tv);
+  scale.invert = (px) => back(flat ? d0 : d0 + ((px - r0) / (r1 - r0)) * (d1 - d0));
   return scale;
 }
 
-/** The x domain: the planned `x_range`, grown to the data; never a single point. */
+/** The planned `x_range`, grown to the data; never a single point. */
 export function xDomain(xRange, xs) {
   const vals = asArray(xRange).concat(xs).filter(isNum);
   const [lo, hi] = vals.length ? [Math.min(...vals), Math.max(...vals)] : [0, 1];
   return hi > lo ? [lo, hi] : [lo, lo + 1];
 }
 
-/** The y domain of the values, padded a little (log: positive values only). `tops` (a band's highs) only raise
- * the top: a band's per-step minima would stretch a log axis far below the curve. */
+/** The values' range, padded a little (log: positive values only). `tops` (a band's highs) only raise the top:
+ * a band's per-step minima would stretch a log axis far below the curve. */
 export function yDomain(values, kind = "linear", tops = []) {
   const ok = (v) => isNum(v) && (kind !== "log" || v > 0);
   const high = tops.filter(ok);
@@ -162,16 +157,12 @@ function segments(xs, cols, sx, sy) {
   return out;
 }
 
-const paths = (runs, draw) => runs.map((run) => draw(run) + (run.length === 1 ? "h0" : "")).join(""); // "h0": a dot
-
-/** A polyline through the points; a null (or unscalable) value breaks it; a lone point is a dot. */
+// SVG path data: a polyline, a step line (each value holds until the next x) and a band's closed areas (runs of
+// two or more points). A null or unscalable value breaks them; "h0" draws a lone point as a dot.
+const paths = (runs, draw) => runs.map((run) => draw(run) + (run.length === 1 ? "h0" : "")).join("");
 export const linePath = (xs, ys, sx, sy) => paths(segments(xs, [ys], sx, sy), (run) => `M${run.join("L")}`);
-
-/** A step function: each value holds until the next x (horizontal, then vertical); null breaks it. */
-export const stepPath = (xs, ys, sx, sy) =>
-  paths(segments(xs, [ys], sx, sy), ([first, ...rest]) => `M${first}${rest.map(([x, y]) => `H${x}V${y}`).join("")}`);
-
-/** Closed areas between `lo` and `hi`, one per run of two or more points where both are present. */
+const step = ([first, ...rest]) => `M${first}${rest.map(([x, y]) => `H${x}V${y}`).join("")}`;
+export const stepPath = (xs, ys, sx, sy) => paths(segments(xs, [ys], sx, sy), step);
 export const bandPath = (xs, lo, hi, sx, sy) =>
   segments(xs, [hi, lo], sx, sy)
     .filter((run) => run.length > 1)
@@ -180,10 +171,8 @@ export const bandPath = (xs, lo, hi, sx, sy) =>
 
 /** Whether a band holds raw values (one step per bucket: lo === hi): a faint line, its values in the y range. */
 export const isRawBand = (lo, hi) => lo.length > 0 && lo.every((v, i) => v === hi[i]);
-
 /** Indices where a step series changes value (markers for the learning-rate panel). */
-export const stepChanges = (ys) => ys.flatMap((y, i) => (isNum(y) && isNum(ys[i - 1]) && y !== ys[i - 1] ? [i] : []));
-
+export const stepChanges = (ys) => ys.flatMap((y, i) => (isNum(y) && isNum(ys[i - 1]) && y !== ys[i - 1] ? i : []));
 /** Index of the x nearest to `x` (the first of two as near); -1 when there is none. */
 export const nearestIndex = (xs, x) =>
   !xs?.length || !isNum(x) ? -1 : xs.reduce((best, v, i) => (Math.abs(v - x) < Math.abs(xs[best] - x) ? i : best), 0);
@@ -196,9 +185,7 @@ export function valueAt(points, style, x) {
 }
 
 const stores = new WeakMap();
-
-/** The store kept for a model (undefined before `initialize`). */
-export const getStore = (model) => stores.get(model);
+export const getStore = (model) => stores.get(model); // undefined before `initialize`
 
 /** One store per model, fed by view changes and `msg:custom` even while no view is rendered. */
 function initialize({ model }) {
@@ -224,40 +211,32 @@ function initialize({ model }) {
 
 /** An element with attributes and children (null, undefined and false ones left out); `svg:` tags are SVG. */
 function h(tag, attrs = {}, children = []) {
-  const svg = tag.startsWith("svg:");
-  const el = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag.slice(4)) : document.createElement(tag);
+  const svg = tag.startsWith("svg:") && "http://www.w3.org/2000/svg";
+  const el = svg ? document.createElementNS(svg, tag.slice(4)) : document.createElement(tag);
   const given = (v) => v !== null && v !== undefined && v !== false;
   for (const [k, v] of Object.entries(attrs)) if (given(v)) el.setAttribute(k, v);
   el.append(...asArray(children).filter(given));
   return el;
 }
 
-const bar = (b) => {
+function bar(b) {
   const pct = b?.max > 0 && isNum(b.value) ? Math.min(100, Math.max(0, (100 * b.value) / b.max)) : 0;
   return h("div", { class: "nbc-bar", "data-kind": b?.kind ?? "" }, [
     h("span", { class: "nbc-bar-label" }, b?.label ?? ""),
     h("div", { class: "nbc-bar-track" }, h("div", { class: "nbc-bar-fill", style: `width: ${pct.toFixed(1)}%;` })),
     h("span", { class: "nbc-bar-text" }, b?.text ?? ""),
   ]);
-};
-
-const statusLine = (status, hint) => [
-  status && h("span", { class: "nbc-status-text" }, status.text ?? status.state ?? ""),
-  status?.note && h("span", { class: "nbc-note" }, status.note),
-  hint && h("span", { class: "nbc-hint" }, hint),
-];
+}
 
 function table(data) {
   const header = asArray(data?.header);
   const rows = asArray(data?.rows).filter(Array.isArray);
   if (!header.length && !rows.length) return [];
-  const blankOrNumber = (t) => t === "" || t === null || t === undefined || isNumericCell(t);
-  const cell = (tag, t, j) => h(tag, { class: rows.length > 0 && rows.every((r) => blankOrNumber(r[j])) && "nbc-num" }, String(t ?? ""));
-  return h("table", { class: "nbc-table" }, [
-    data.caption && h("caption", {}, data.caption),
-    h("thead", {}, h("tr", {}, header.map((t, j) => cell("th", t, j)))),
-    h("tbody", {}, rows.map((r) => h("tr", {}, r.map((t, j) => cell("td", t, j))))),
-  ]);
+  const numeric = (j) => rows.length > 0 && rows.every((r) => r[j] === "" || r[j] == null || isNumericCell(r[j]));
+  const cell = (tag, t, j) => h(tag, { class: numeric(j) && "nbc-num" }, String(t ?? ""));
+  const body = rows.map((r) => h("tr", {}, r.map((t, j) => cell("td", t, j))));
+  const head = h("tr", {}, header.map((t, j) => cell("th", t, j)));
+  return [h("table", { class: "nbc-table" }, [data.caption && h("caption", {}, data.caption), h("thead", {}, head), h("tbody", {}, body)])];
 }
 
 /** Stop and the learning-rate box, put in `box`; returns `update(controls, state)`, enabling them while live. */
@@ -289,27 +268,28 @@ function controls(box, model, labels) {
   };
 }
 
-/** One line's SVG in its style: band (area and bold line), step (with change marks), points or line. */
-function drawLine({ line, pts, color }, sx, sy) {
+/** One line's SVG and legend swatch, by style: band (area, bold line), step (change marks), points or line. */
+function drawLine({ line, label, pts, color }, sx, sy, x, y) {
+  const { style } = line;
   const path = (cls, d, more) => h("svg:path", { class: cls, d, stroke: color, ...more });
   const marks = (indices, r) =>
     indices.map((i) => [r1(sx(pts.x[i])), r1(sy(pts.y[i]))]).filter((c) => c.every(isNum))
       .map(([cx, cy]) => h("svg:circle", { cx, cy, r, fill: color }));
-  if (line.style === "step") return [path("nbc-line", stepPath(pts.x, pts.y, sx, sy)), ...marks(stepChanges(pts.y), 3)];
-  const d = linePath(pts.x, pts.y, sx, sy);
-  if (line.style === "points") return [path("nbc-line nbc-thin", d), ...marks(pts.x.map((_, i) => i), 3.5)];
-  if (line.style !== "band") return [path("nbc-line", d)];
+  const d = style === "step" ? stepPath(pts.x, pts.y, sx, sy) : linePath(pts.x, pts.y, sx, sy);
   const stroke = isRawBand(pts.lo, pts.hi) ? color : "none"; // raw values: a faint line
-  return [path("nbc-band", bandPath(pts.x, pts.lo, pts.hi, sx, sy), { fill: color, stroke }), path("nbc-line nbc-bold", d)];
+  const data = [
+    style === "band" && path("nbc-band", bandPath(pts.x, pts.lo, pts.hi, sx, sy), { fill: color, stroke }),
+    path({ band: "nbc-line nbc-bold", points: "nbc-line nbc-thin" }[style] ?? "nbc-line", d),
+    ...(style === "step" ? marks(stepChanges(pts.y), 3) : style === "points" ? marks(pts.x.map((_, i) => i), 3.5) : []),
+  ];
+  const legend = [
+    style === "band" && h("svg:rect", { x, y: y - 5, width: 18, height: 10, fill: color, class: "nbc-band" }),
+    h("svg:line", { x1: x, x2: x + 18, y1: y, y2: y, stroke: color, "stroke-width": style === "band" ? 2.5 : 1.5 }),
+    ["points", "step"].includes(style) && h("svg:circle", { cx: x + 9, cy: y, r: 3, fill: color }),
+    h("svg:text", { class: "nbc-legend", x: x + 22, y, dy: "0.32em" }, label),
+  ];
+  return { data, legend };
 }
-
-/** A legend entry at (x, y): the style's swatch, then the label. */
-const legendItem = ({ line, label, color }, x, y) => [
-  line.style === "band" && h("svg:rect", { x, y: y - 5, width: 18, height: 10, fill: color, class: "nbc-band" }),
-  h("svg:line", { x1: x, x2: x + 18, y1: y, y2: y, stroke: color, "stroke-width": line.style === "band" ? 2.5 : 1.5 }),
-  ["points", "step"].includes(line.style) && h("svg:circle", { cx: x + 9, cy: y, r: 3, fill: color }),
-  h("svg:text", { class: "nbc-legend", x: x + 22, y, dy: "0.32em" }, label),
-];
 
 /** One panel's SVG, `width` px wide, from the spec and the store; with what hovering needs. */
 function drawPanel(panel, spec, store, width) {
@@ -333,6 +313,7 @@ function drawPanel(panel, spec, store, width) {
   const top = oneRow || !lines.length ? 30 : 48;
   const legendX = Math.max(oneRow ? titleW : left, right - sum(legendW));
   const [sx, sy] = [makeScale(xd, [left, right]), makeScale(yd, [bottom, top], kind)];
+  const drawn = lines.map((l, k) => drawLine(l, sx, sy, legendX + sum(legendW.slice(0, k)), oneRow ? 16 : 36));
   const xTicks = niceTicks(...xd, Math.max(2, Math.floor((right - left) / 80))).filter(Number.isInteger);
   const marks = asArray(spec.epoch_marks).filter((x) => isNum(x) && x >= xd[0] && x <= xd[1]);
   const tick = (attrs, t) => h("svg:text", { class: "nbc-tick", ...attrs }, formatValue(t));
@@ -348,8 +329,8 @@ function drawPanel(panel, spec, store, width) {
     ...yTicks.map((t) => tick({ x: left - 6, y: r1(sy(t)), dy: "0.32em", "text-anchor": "end" }, t)),
     ...xTicks.map((t) => tick({ x: r1(sx(t)), y: bottom + 16, "text-anchor": "middle" }, t)),
     h("svg:text", { class: "nbc-tick", x: 4, y: bottom + 16 }, spec.labels?.step ?? "step"),
-    h("svg:g", { "clip-path": `url(#${clipId})` }, lines.flatMap((l) => drawLine(l, sx, sy))),
-    ...lines.flatMap((l, k) => legendItem(l, legendX + sum(legendW.slice(0, k)), oneRow ? 16 : 36)),
+    h("svg:g", { "clip-path": `url(#${clipId})` }, drawn.flatMap((l) => l.data)),
+    ...drawn.flatMap((l) => l.legend),
     overlay,
   ]);
   return { svg, overlay, lines, sx, sy, top, left, right, bottom };
@@ -377,8 +358,9 @@ function hover(p, mx) {
 
 /** A panel's box and its tooltip, which follows the mouse. */
 function panelBox(title) {
-  const p = { box: h("div", { class: "nbc-panel", "data-title": title }), tip: h("div", { class: "nbc-tip", role: "tooltip" }), mx: null };
+  const p = { box: h("div", { class: "nbc-panel", "data-title": title }), tip: h("div", { class: "nbc-tip", role: "tooltip" }) };
   p.tip.hidden = true;
+  p.mx = null;
   p.box.addEventListener("mousemove", (e) => {
     const svg = p.box.querySelector("svg");
     const rect = svg.getBoundingClientRect();
@@ -390,7 +372,8 @@ function panelBox(title) {
 
 function render({ model, el }) {
   const store = stores.get(model);
-  const ui = Object.fromEntries(["bars", "status", "controls", "panels", "metrics"].map((k) => [k, h("div", { class: `nbc-${k}` })]));
+  const ui = {};
+  for (const k of ["bars", "status", "controls", "panels", "metrics"]) ui[k] = h("div", { class: `nbc-${k}` });
   const root = h("div", { class: "nbc-dash" }, Object.values(ui));
   el.append(root);
   let update = null; // the controls, made when first shown
@@ -408,8 +391,8 @@ function render({ model, el }) {
     }
     list.forEach((panel, k) => {
       const p = panels[k];
-      // Laid out at width 0 for a moment (a theme switch hides the output): keep the picture, the resize observer
-      // draws it again at the real width (drawn now, its viewBox would be scaled and the 11 px text shrink).
+      // At width 0 for a moment (a theme switch hides the output): keep the picture; the resize observer draws it
+      // again at the real width (drawn now, its viewBox would be scaled and its 11 px text shrink).
       if (!p.box.clientWidth && p.drawn) return;
       p.stepWord = spec.labels?.step ?? "step";
       p.drawn = drawPanel(panel, spec, store, Math.max(200, Math.round(p.box.clientWidth || 480)));
@@ -421,29 +404,35 @@ function render({ model, el }) {
   function draw() {
     frame = null;
     const spec = model.get("spec") ?? {};
-    const view = store.view;
+    const { status, hint, ...view } = store.view;
     const parts = Array.isArray(spec.parts) ? spec.parts : ["progress", "table", "plot", "controls"];
     const shown = { bars: "progress", controls: "controls", panels: "plot", metrics: "table" };
     for (const [k, part] of Object.entries(shown)) ui[k].hidden = !parts.includes(part);
     ui.controls.hidden ||= !view.controls;
     ui.bars.replaceChildren(...asArray(view.bars).map(bar));
-    ui.status.replaceChildren(...statusLine(view.status, view.hint).filter(Boolean));
+    ui.status.replaceChildren(
+      ...[
+        status && h("span", { class: "nbc-status-text" }, status.text ?? status.state ?? ""),
+        status?.note && h("span", { class: "nbc-note" }, status.note),
+        hint && h("span", { class: "nbc-hint" }, hint),
+      ].filter(Boolean),
+    );
     ui.status.hidden = !ui.status.childElementCount;
-    ui.status.dataset.state = view.status?.state ?? "";
+    ui.status.dataset.state = status?.state ?? "";
     if (!ui.controls.hidden) {
       update ??= controls(ui.controls, model, spec.labels ?? {});
-      update(view.controls, view.status?.state);
+      update(view.controls, status?.state);
     }
     if (!ui.panels.hidden) drawPanels(spec);
-    ui.metrics.replaceChildren(...asArray(table(view.table)));
+    ui.metrics.replaceChildren(...table(view.table));
   }
 
   store.listeners.add(schedule);
   const ro = new ResizeObserver(() => root.clientWidth !== width && ((width = root.clientWidth), schedule()));
   ro.observe(root);
-  // No hello here: the model-level store already holds every update since the widget was created.
-  // A reloaded page gets only the last update, finds a gap and asks then (applyView). A message from
-  // the page during a run makes JupyterLab show the kernel idle (it takes the subshell's status).
+  // No hello here: the model's store already holds every update since the widget was created. A reloaded page
+  // gets only the last update, finds a gap and asks then; a message from the page during a run would make
+  // JupyterLab show the kernel idle (it takes the subshell's status).
   draw();
   return () => {
     store.listeners.delete(schedule);
