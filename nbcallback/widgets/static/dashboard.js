@@ -291,8 +291,10 @@ function drawLine({ line, label, pts, color }, sx, sy, x, y) {
   return { data, legend };
 }
 
-/** One panel's SVG, `width` px wide, from the spec and the store; with what hovering needs. */
-function drawPanel(panel, spec, store, width) {
+/** Draw panel `p` (its box, tooltip and last mouse x) from the spec and the store; `p.hover(clientX)` follows the
+ * mouse with a guide line, dots and the tooltip (none for null or off the plot). */
+function drawPanel(panel, spec, store, p) {
+  const width = Math.max(200, Math.round(p.box.clientWidth || 480));
   const kind = panel.scale === "log" ? "log" : "linear";
   const title = panel.title ?? "";
   const clipId = `nbc-clip-${Math.random().toString(36).slice(2)}`;
@@ -317,10 +319,11 @@ function drawPanel(panel, spec, store, width) {
   const xTicks = niceTicks(...xd, Math.max(2, Math.floor((right - left) / 80))).filter(Number.isInteger);
   const marks = asArray(spec.epoch_marks).filter((x) => isNum(x) && x >= xd[0] && x <= xd[1]);
   const tick = (attrs, t) => h("svg:text", { class: "nbc-tick", ...attrs }, formatValue(t));
+  const stepWord = spec.labels?.step ?? "step";
   const overlay = h("svg:g");
   const clip = h("svg:rect", { x: left - 4, y: top - 4, width: right - left + 8, height: bottom - top + 8 });
   const attrs = { viewBox: `0 0 ${width} ${PANEL_H}`, width: "100%", height: PANEL_H, role: "img", "aria-label": title };
-  const svg = h("svg:svg", attrs, [
+  p.box.replaceChildren(h("svg:svg", attrs, [
     h("svg:defs", {}, h("svg:clipPath", { id: clipId }, clip)),
     h("svg:text", { class: "nbc-title", x: 4, y: 16, dy: "0.32em" }, title),
     ...yTicks.map((t) => h("svg:line", { class: "nbc-grid", x1: left, x2: right, y1: r1(sy(t)), y2: r1(sy(t)) })),
@@ -328,45 +331,40 @@ function drawPanel(panel, spec, store, width) {
     h("svg:path", { class: "nbc-axis", d: `M${left},${top}V${bottom}H${right}` }),
     ...yTicks.map((t) => tick({ x: left - 6, y: r1(sy(t)), dy: "0.32em", "text-anchor": "end" }, t)),
     ...xTicks.map((t) => tick({ x: r1(sx(t)), y: bottom + 16, "text-anchor": "middle" }, t)),
-    h("svg:text", { class: "nbc-tick", x: 4, y: bottom + 16 }, spec.labels?.step ?? "step"),
+    h("svg:text", { class: "nbc-tick", x: 4, y: bottom + 16 }, stepWord),
     h("svg:g", { "clip-path": `url(#${clipId})` }, drawn.flatMap((l) => l.data)),
     ...drawn.flatMap((l) => l.legend),
     overlay,
-  ]);
-  return { svg, overlay, lines, sx, sy, top, left, right, bottom };
+  ]), p.tip);
+
+  const xs = [...new Set(lines.flatMap(({ pts }) => pts.x.filter(isNum)))].sort((a, b) => a - b);
+  p.hover = (clientX) => {
+    const rect = p.box.getBoundingClientRect();
+    const mx = clientX === null ? NaN : ((clientX - rect.left) * width) / (rect.width || 1);
+    const x = mx >= left - 8 && mx <= right + 8 ? xs[nearestIndex(xs, sx.invert(mx))] : NaN;
+    p.tip.hidden = !isNum(x);
+    if (!isNum(x)) return overlay.replaceChildren();
+    const px = r1(sx(x));
+    const shown = lines
+      .map((l) => ({ ...l, at: valueAt(l.pts, l.line.style, x) }))
+      .filter(({ line, at }) => isNum(at?.y) && (line.style === "step" || Math.abs(sx(at.x) - sx(x)) <= 12));
+    const dot = ({ at, color }) => h("svg:circle", { class: "nbc-dot", cx: px, cy: r1(sy(at.y)), r: 4, stroke: color });
+    const guide = h("svg:line", { class: "nbc-guide", x1: px, x2: px, y1: top, y2: bottom });
+    overlay.replaceChildren(guide, ...shown.filter(({ at }) => isNum(sy(at.y))).map(dot));
+    p.tip.textContent = tooltipText(stepWord, x, shown.map(({ label, at }) => [label, at.y]));
+    const room = p.box.clientWidth || right;
+    const tipLeft = px + 12 + p.tip.offsetWidth > room ? Math.max(0, px - 12 - p.tip.offsetWidth) : px + 12;
+    Object.assign(p.tip.style, { left: `${tipLeft}px`, top: `${top}px` });
+  };
+  p.hover(p.mouse);
 }
 
-/** The guide line, dots and tooltip for the mouse at SVG x `mx`, or none (mx null or off the plot). */
-function hover(p, mx) {
-  const d = p.drawn;
-  const xs = [...new Set(d.lines.flatMap(({ pts }) => pts.x.filter(isNum)))].sort((a, b) => a - b);
-  const x = mx === null || mx < d.left - 8 || mx > d.right + 8 ? NaN : xs[nearestIndex(xs, d.sx.invert(mx))];
-  p.tip.hidden = !isNum(x);
-  if (!isNum(x)) return d.overlay.replaceChildren();
-  const px = r1(d.sx(x));
-  const shown = d.lines
-    .map((l) => ({ ...l, at: valueAt(l.pts, l.line.style, x) }))
-    .filter(({ line, at }) => isNum(at?.y) && (line.style === "step" || Math.abs(d.sx(at.x) - d.sx(x)) <= 12));
-  const dot = ({ at, color }) => h("svg:circle", { class: "nbc-dot", cx: px, cy: r1(d.sy(at.y)), r: 4, stroke: color });
-  const guide = h("svg:line", { class: "nbc-guide", x1: px, x2: px, y1: d.top, y2: d.bottom });
-  d.overlay.replaceChildren(guide, ...shown.filter(({ at }) => isNum(d.sy(at.y))).map(dot));
-  p.tip.textContent = tooltipText(p.stepWord, x, shown.map(({ label, at }) => [label, at.y]));
-  const width = p.box.clientWidth || d.right;
-  const left = px + 12 + p.tip.offsetWidth > width ? Math.max(0, px - 12 - p.tip.offsetWidth) : px + 12;
-  Object.assign(p.tip.style, { left: `${left}px`, top: `${d.top}px` });
-}
-
-/** A panel's box and its tooltip, which follows the mouse. */
 function panelBox(title) {
   const p = { box: h("div", { class: "nbc-panel", "data-title": title }), tip: h("div", { class: "nbc-tip", role: "tooltip" }) };
   p.tip.hidden = true;
-  p.mx = null;
-  p.box.addEventListener("mousemove", (e) => {
-    const svg = p.box.querySelector("svg");
-    const rect = svg.getBoundingClientRect();
-    hover(p, (p.mx = ((e.clientX - rect.left) * svg.viewBox.baseVal.width) / (rect.width || 1)));
-  });
-  p.box.addEventListener("mouseleave", () => hover(p, (p.mx = null)));
+  p.mouse = null;
+  p.box.addEventListener("mousemove", (e) => p.hover?.((p.mouse = e.clientX)));
+  p.box.addEventListener("mouseleave", () => p.hover?.((p.mouse = null)));
   return p;
 }
 
@@ -389,16 +387,9 @@ function render({ model, el }) {
       panels = titles.map(panelBox);
       ui.panels.replaceChildren(...panels.map((p) => p.box));
     }
-    list.forEach((panel, k) => {
-      const p = panels[k];
-      // At width 0 for a moment (a theme switch hides the output): keep the picture; the resize observer draws it
-      // again at the real width (drawn now, its viewBox would be scaled and its 11 px text shrink).
-      if (!p.box.clientWidth && p.drawn) return;
-      p.stepWord = spec.labels?.step ?? "step";
-      p.drawn = drawPanel(panel, spec, store, Math.max(200, Math.round(p.box.clientWidth || 480)));
-      p.box.replaceChildren(p.drawn.svg, p.tip);
-      hover(p, p.mx);
-    });
+    // A panel at width 0 for a moment (a theme switch hides the output) keeps its picture; the resize observer has
+    // it drawn again at its real width (drawn now, its viewBox would be scaled and its 11 px text shrink).
+    list.forEach((panel, k) => (panels[k].box.clientWidth || !panels[k].hover) && drawPanel(panel, spec, store, panels[k]));
   };
 
   function draw() {
