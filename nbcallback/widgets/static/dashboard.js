@@ -93,9 +93,9 @@ export function niceTicks(lo, hi, n = 5) {
   const raw = (hi - lo) / Math.max(1, n);
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = mag * (raw / mag < 1.5 ? 1 : raw / mag < 3 ? 2 : raw / mag < 7 ? 5 : 10);
-  const out = [];
-  for (let i = Math.ceil(lo / step - 1e-9); i * step <= hi + step * 1e-9; i++) out.push(Number((i * step).toPrecision(12)));
-  return out;
+  const first = Math.ceil(lo / step - 1e-9);
+  const count = Math.floor(hi / step + 1e-9) - first + 1;
+  return Array.from({ length: count }, (_, i) => Number(((first + i) * step).toPrecision(12)));
 }
 
 /** Log-axis ticks inside [lo, hi]: decades (at most ~6), with 2 and 5 when the range spans two decades at most. */
@@ -161,13 +161,11 @@ function segments(xs, cols, sx, sy) {
 // two or more points). A null or unscalable value breaks them; "h0" draws a lone point as a dot.
 const paths = (runs, draw) => runs.map((run) => draw(run) + (run.length === 1 ? "h0" : "")).join("");
 export const linePath = (xs, ys, sx, sy) => paths(segments(xs, [ys], sx, sy), (run) => `M${run.join("L")}`);
-const step = ([first, ...rest]) => `M${first}${rest.map(([x, y]) => `H${x}V${y}`).join("")}`;
-export const stepPath = (xs, ys, sx, sy) => paths(segments(xs, [ys], sx, sy), step);
+const steps = ([first, ...rest]) => `M${first}${rest.map(([x, y]) => `H${x}V${y}`).join("")}`;
+export const stepPath = (xs, ys, sx, sy) => paths(segments(xs, [ys], sx, sy), steps);
+const area = (run) => `M${[...run.map(([x, hi]) => [x, hi]), ...run.reverse().map(([x, , lo]) => [x, lo])].join("L")}Z`;
 export const bandPath = (xs, lo, hi, sx, sy) =>
-  segments(xs, [hi, lo], sx, sy)
-    .filter((run) => run.length > 1)
-    .map((run) => `M${[...run.map(([x, top]) => [x, top]), ...run.reverse().map(([x, , low]) => [x, low])].join("L")}Z`)
-    .join("");
+  paths(segments(xs, [hi, lo], sx, sy).filter((run) => run.length > 1), area);
 
 /** Whether a band holds raw values (one step per bucket: lo === hi): a faint line, its values in the y range. */
 export const isRawBand = (lo, hi) => lo.length > 0 && lo.every((v, i) => v === hi[i]);
@@ -190,15 +188,14 @@ export const getStore = (model) => stores.get(model); // undefined before `initi
 /** One store per model, fed by view changes and `msg:custom` even while no view is rendered. */
 function initialize({ model }) {
   const store = createStore();
-  const emit = () => store.listeners.forEach((fn) => fn());
   const take = (view) => {
     if (applyView(store, view)) model.send({ type: "hello" });
-    emit();
+    store.listeners.forEach((redraw) => redraw());
   };
   const handlers = Object.entries({
     "change:view": () => take(model.get("view")),
     "msg:custom": (msg) => msg?.type === "view" && take(msg.view),
-    "change:spec": emit,
+    "change:spec": () => take(null), // nothing to merge: a redraw
   });
   handlers.forEach(([event, fn]) => model.on(event, fn));
   stores.set(model, store);
@@ -236,7 +233,8 @@ function table(data) {
   const cell = (tag, t, j) => h(tag, { class: numeric(j) && "nbc-num" }, String(t ?? ""));
   const body = rows.map((r) => h("tr", {}, r.map((t, j) => cell("td", t, j))));
   const head = h("tr", {}, header.map((t, j) => cell("th", t, j)));
-  return [h("table", { class: "nbc-table" }, [data.caption && h("caption", {}, data.caption), h("thead", {}, head), h("tbody", {}, body)])];
+  const caption = data.caption && h("caption", {}, data.caption);
+  return [h("table", { class: "nbc-table" }, [caption, h("thead", {}, head), h("tbody", {}, body)])];
 }
 
 /** Stop and the learning-rate box, put in `box`; returns `update(controls, state)`, enabling them while live. */
@@ -269,18 +267,16 @@ function controls(box, model, labels) {
 }
 
 /** One line's SVG and legend swatch, by style: band (area, bold line), step (change marks), points or line. */
-function drawLine({ line, label, pts, color }, sx, sy, x, y) {
-  const { style } = line;
+function drawLine({ line: { style }, label, pts, color }, sx, sy, x, y) {
   const path = (cls, d, more) => h("svg:path", { class: cls, d, stroke: color, ...more });
-  const marks = (indices, r) =>
-    indices.map((i) => [r1(sx(pts.x[i])), r1(sy(pts.y[i]))]).filter((c) => c.every(isNum))
-      .map(([cx, cy]) => h("svg:circle", { cx, cy, r, fill: color }));
   const d = style === "step" ? stepPath(pts.x, pts.y, sx, sy) : linePath(pts.x, pts.y, sx, sy);
   const stroke = isRawBand(pts.lo, pts.hi) ? color : "none"; // raw values: a faint line
+  const marked = style === "step" ? stepChanges(pts.y) : style === "points" ? pts.x.map((_, i) => i) : [];
+  const marks = marked.map((i) => [r1(sx(pts.x[i])), r1(sy(pts.y[i]))]).filter((c) => c.every(isNum));
   const data = [
     style === "band" && path("nbc-band", bandPath(pts.x, pts.lo, pts.hi, sx, sy), { fill: color, stroke }),
     path({ band: "nbc-line nbc-bold", points: "nbc-line nbc-thin" }[style] ?? "nbc-line", d),
-    ...(style === "step" ? marks(stepChanges(pts.y), 3) : style === "points" ? marks(pts.x.map((_, i) => i), 3.5) : []),
+    ...marks.map(([cx, cy]) => h("svg:circle", { cx, cy, r: style === "step" ? 3 : 3.5, fill: color })),
   ];
   const legend = [
     style === "band" && h("svg:rect", { x, y: y - 5, width: 18, height: 10, fill: color, class: "nbc-band" }),
@@ -322,7 +318,7 @@ function drawPanel(panel, spec, store, p) {
   const stepWord = spec.labels?.step ?? "step";
   const overlay = h("svg:g");
   const clip = h("svg:rect", { x: left - 4, y: top - 4, width: right - left + 8, height: bottom - top + 8 });
-  const attrs = { viewBox: `0 0 ${width} ${PANEL_H}`, width: "100%", height: PANEL_H, role: "img", "aria-label": title };
+  const attrs = { viewBox: `0 0 ${width} ${PANEL_H}`, height: PANEL_H, role: "img", "aria-label": title };
   p.box.replaceChildren(h("svg:svg", attrs, [
     h("svg:defs", {}, h("svg:clipPath", { id: clipId }, clip)),
     h("svg:text", { class: "nbc-title", x: 4, y: 16, dy: "0.32em" }, title),
@@ -360,9 +356,9 @@ function drawPanel(panel, spec, store, p) {
 }
 
 function panelBox(title) {
-  const p = { box: h("div", { class: "nbc-panel", "data-title": title }), tip: h("div", { class: "nbc-tip", role: "tooltip" }) };
+  const p = { box: h("div", { class: "nbc-panel", "data-title": title }), mouse: null };
+  p.tip = h("div", { class: "nbc-tip", role: "tooltip" });
   p.tip.hidden = true;
-  p.mouse = null;
   p.box.addEventListener("mousemove", (e) => p.hover?.((p.mouse = e.clientX)));
   p.box.addEventListener("mouseleave", () => p.hover?.((p.mouse = null)));
   return p;
@@ -389,7 +385,9 @@ function render({ model, el }) {
     }
     // A panel at width 0 for a moment (a theme switch hides the output) keeps its picture; the resize observer has
     // it drawn again at its real width (drawn now, its viewBox would be scaled and its 11 px text shrink).
-    list.forEach((panel, k) => (panels[k].box.clientWidth || !panels[k].hover) && drawPanel(panel, spec, store, panels[k]));
+    list.forEach((panel, k) => {
+      if (panels[k].box.clientWidth || !panels[k].hover) drawPanel(panel, spec, store, panels[k]);
+    });
   };
 
   function draw() {
@@ -401,13 +399,9 @@ function render({ model, el }) {
     for (const [k, part] of Object.entries(shown)) ui[k].hidden = !parts.includes(part);
     ui.controls.hidden ||= !view.controls;
     ui.bars.replaceChildren(...asArray(view.bars).map(bar));
-    ui.status.replaceChildren(
-      ...[
-        status && h("span", { class: "nbc-status-text" }, status.text ?? status.state ?? ""),
-        status?.note && h("span", { class: "nbc-note" }, status.note),
-        hint && h("span", { class: "nbc-hint" }, hint),
-      ].filter(Boolean),
-    );
+    const span = (cls, text) => text && h("span", { class: cls }, text);
+    const line = [span("nbc-status-text", status?.text ?? status?.state), span("nbc-note", status?.note)];
+    ui.status.replaceChildren(...[...line, span("nbc-hint", hint)].filter(Boolean));
     ui.status.hidden = !ui.status.childElementCount;
     ui.status.dataset.state = status?.state ?? "";
     if (!ui.controls.hidden) {
@@ -421,9 +415,8 @@ function render({ model, el }) {
   store.listeners.add(schedule);
   const ro = new ResizeObserver(() => root.clientWidth !== width && ((width = root.clientWidth), schedule()));
   ro.observe(root);
-  // No hello here: the model's store already holds every update since the widget was created. A reloaded page
-  // gets only the last update, finds a gap and asks then; a message from the page during a run would make
-  // JupyterLab show the kernel idle (it takes the subshell's status).
+  // No hello here: the model's store holds every update since the widget was created; a reloaded page finds a gap
+  // and asks then (a message from the page during a run makes JupyterLab show the kernel idle, as its subshell).
   draw();
   return () => {
     store.listeners.delete(schedule);
