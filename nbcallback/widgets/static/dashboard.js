@@ -185,8 +185,10 @@ export function valueAt(points, style, x) {
 const stores = new WeakMap();
 export const getStore = (model) => stores.get(model); // undefined before `initialize`
 
-/** One store per model, fed by view changes and `msg:custom` even while no view is rendered. */
-function initialize({ model }) {
+/** The store of a model, made on the first call and fed by view changes and `msg:custom`. anywidget hands
+ * `initialize` and each view a model of their own: each gets its store. */
+function connect(model) {
+  if (stores.has(model)) return stores.get(model);
   const store = createStore();
   const take = (view) => {
     if (applyView(store, view)) model.send({ type: "hello" });
@@ -198,10 +200,16 @@ function initialize({ model }) {
     "change:spec": () => take(null), // nothing to merge: a redraw
   });
   handlers.forEach(([event, fn]) => model.on(event, fn));
+  store.off = () => handlers.forEach(([event, fn]) => model.off(event, fn));
   stores.set(model, store);
   if (Object.keys(model.get("view") ?? {}).length) take(model.get("view"));
+  return store;
+}
+
+function initialize({ model }) {
+  const store = connect(model);
   return () => {
-    handlers.forEach(([event, fn]) => model.off(event, fn));
+    store.off();
     stores.delete(model);
   };
 }
@@ -365,7 +373,7 @@ function panelBox(title) {
 }
 
 function render({ model, el }) {
-  const store = stores.get(model);
+  const store = connect(model);
   const ui = {};
   for (const k of ["bars", "status", "controls", "panels", "metrics"]) ui[k] = h("div", { class: `nbc-${k}` });
   const root = h("div", { class: "nbc-dash" }, Object.values(ui));
@@ -415,8 +423,8 @@ function render({ model, el }) {
   store.listeners.add(schedule);
   const ro = new ResizeObserver(() => root.clientWidth !== width && ((width = root.clientWidth), schedule()));
   ro.observe(root);
-  // No hello here: the model's store holds every update since the widget was created; a reloaded page finds a gap
-  // and asks then (a message from the page during a run makes JupyterLab show the kernel idle, as its subshell).
+  // No hello here: a store that missed updates (a reloaded page) finds a gap and asks then (a message from the page
+  // during a run makes JupyterLab show the kernel idle, as its subshell).
   draw();
   return () => {
     store.listeners.delete(schedule);
