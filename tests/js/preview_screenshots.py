@@ -69,7 +69,7 @@ def _hover(page: Page, out: Path, name: str) -> str:
     assert tip.is_visible()
     text = tip.inner_text()
     assert re.fullmatch(r"step \d+ · train [\d.e-]+( · eval loss [\d.e-]+)?", text), text
-    assert panel.locator(".nbc-guide").get_attribute("visibility") == "visible"
+    assert panel.locator(".nbc-guide").count() == 1, "the guide line follows the mouse"
     page.screenshot(path=str(out / name), full_page=True)
     # near the first epoch's end the eval point is shown too
     axis = panel.locator("path.nbc-axis").bounding_box()
