@@ -1,13 +1,8 @@
 """The state model every renderer reads: plain Python, no IPython, no matplotlib.
 
-One :class:`TrainingState` per run holds the counters, the clock marks, the
-smoothed rates and ETAs, the loss series and the table of evaluation results.
-The callbacks feed it at refresh ticks (never per step); renderers take an
-immutable :class:`View` (and :class:`PlotData` for the panels) under its lock, so
-a renderer on another thread never sees a half-updated run.
-
-Every method takes the current time as an argument.  That keeps the model free
-of clocks, and lets the tests drive it with made-up times.
+One :class:`TrainingState` per run holds the counters, rates and ETAs, the loss series and the evaluation table.
+The callbacks feed it at refresh ticks (never per step); renderers read an immutable :class:`View` (and
+:class:`PlotData`) taken under its lock.  Every method takes the current time, so tests drive it with made-up times.
 """
 from __future__ import annotations
 
@@ -25,19 +20,17 @@ __all__ = ["EvalRow", "PlotData", "TrainingState", "View", "STATUSES"]
 STATUSES = ("starting", "running", "finished", "stopped", "error", "interrupted")
 FINAL_STATUSES = frozenset(STATUSES[2:])
 
+#: A short run's smoothed loss averages over at most this share of its planned steps (1/25).
+_SMOOTHING_SHARE = 25
+
 
 @dataclass(frozen=True)
 class EvalRow:
-    """One evaluation: a row of the metrics table and points of the plot.
+    """One evaluation: a table row and plot points.
 
-    Attributes:
-        epoch: the training epoch it followed (None for a stand-alone ``Model.eval``).
-        step: the global training step it followed (None for ``Model.eval``).
-        values: metric name -> value (floats; lists for per-class metrics).
-        seconds: how long the evaluation pass took, when measured.
-        elapsed: seconds since the run started.
-        partial: True when the pass was cut short by a stop request, so its
-            numbers cover only part of the validation set.
+    ``epoch`` and ``step`` (the global training step) are None for a stand-alone ``Model.eval``; ``seconds`` is
+    the pass's duration when measured, ``elapsed`` the run's time so far, and ``partial`` marks a pass cut short
+    by a stop request (its numbers cover part of the validation set).
     """
 
     epoch: int | None
@@ -52,44 +45,16 @@ class EvalRow:
 class View:
     """A consistent, immutable picture of a run for the renderers.
 
-    Attributes:
-        kind: ``'train'`` (train/fit) or ``'eval'`` (a stand-alone ``Model.eval``).
-        status: one of :data:`STATUSES`.
-        status_text: one human line, e.g. ``"stopped by user at epoch 2, step 312"``.
-        phase: ``'train'`` or ``'eval'`` (fit's validation runs are ``'eval'``).
-        epoch: the current epoch number (as ``cb_params.cur_epoch_num``), or None.
-        last_epoch: the number of the run's final epoch, or None before the first epoch.
-        epochs_done: epochs completed in this run (a stopped, partial epoch is not counted).
-        epochs: epochs planned for this run.
-        step_in_epoch: 1-based step within the current epoch (0 before the first step).
-        steps_per_epoch: training steps per epoch.
-        steps_done: training steps done in this run.
-        total_steps: training steps planned for this run.
-        global_step: ``cb_params.cur_step_num`` of the last recorded training step.
-        eval_step: steps done in the current (or last) evaluation pass.
-        eval_steps: steps of one evaluation pass, when known.
-        elapsed: seconds since the run started (frozen at the end).
-        rate: training steps per second (smoothed), None until measured.
-        eval_rate: evaluation steps per second (smoothed), None until measured.
-        samples_per_step: the batch size seen on the first step, for samples/s.
-        eta_train: seconds of training left (evaluations excluded), or None.
-        eta_total: seconds left including the predicted evaluations, or None.
-        eta_total_estimated: True while no evaluation has been timed, so the
-            evaluation part of ``eta_total`` is a guess from the training speed.
-        loss: the smoothed training loss, or None.
-        last_loss: the last raw training loss, or None.
-        lr: the learning rate of the first parameter group, when known.
-        lr_changes: ``(global step, lr)`` for every change made through the controls.
-        columns: metric names of the table, in first-seen order.
-        rows: the rows to show (the last few while live, all or a capped
-            head and tail in the snapshot).
-        rows_total: how many evaluations the run had.
-        rows_omitted: rows left out in the middle (0 unless capped).
-        omitted_after: index in ``rows`` after which the omitted rows belong.
-        error: ``"ValueError: message"`` when the run failed.
-        display_seconds: the time the display callbacks spent on the training thread so far
-            (opening the view, recording losses, refreshes, the final snapshot).
-        validates: the run has a validation set (fit), so evaluations are expected.
+    The less obvious fields: ``kind`` is ``'train'`` (train, fit) or ``'eval'`` (``Model.eval``), while ``phase``
+    is ``'eval'`` during fit's validation too.  ``epoch`` is ``cb_params.cur_epoch_num`` and ``last_epoch`` the
+    run's final epoch number (None before the first epoch); ``epochs_done`` leaves out a stopped, partial epoch;
+    ``step_in_epoch`` is 1-based (0 before the first step); ``global_step`` is ``cb_params.cur_step_num``.
+    ``rate`` and ``eval_rate`` are smoothed steps per second, None until measured; ``eta_total`` adds the
+    predicted evaluations to ``eta_train``, and ``eta_total_estimated`` says no evaluation has been timed yet.
+    ``lr_changes`` lists the ``(global step, lr)`` set through the controls.  ``rows`` are the last rows while
+    live, or a head and tail with ``rows_omitted`` rows left out after index ``omitted_after``.
+    ``display_seconds`` is the display's time on the training thread so far; ``validates``: fit has a
+    validation set.
     """
 
     kind: str
@@ -144,14 +109,9 @@ class View:
 class PlotData:
     """What the panels draw, for the final PNG.
 
-    Attributes:
-        x_range: the planned x extent (global steps), preset so the plot does not jump.
-        epoch_marks: x positions of the planned epoch boundaries.
-        series: data key -> columns: ``'loss'`` has ``x``, ``lo``, ``hi`` (the
-            raw per-step extremes of each bucket) and ``y`` (smoothed);
-            ``'eval:<metric>'`` and ``'lr'`` have ``x`` and ``y``.  None marks
-            a missing value.
-        metrics: the evaluated metric names, in the order first seen.
+    ``x_range`` is the planned extent in global steps and ``epoch_marks`` the planned epoch boundaries.
+    ``series`` maps a data key to its columns: ``'loss'`` has ``x``, ``lo``, ``hi`` (each bucket's raw extremes)
+    and ``y`` (smoothed); ``'eval:<metric>'`` and ``'lr'`` have ``x`` and ``y``; None marks a missing value.
     """
 
     x_range: tuple[float, float]
@@ -173,44 +133,28 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _advance_rate(
-    mark: tuple[float, int] | None, rate: float | None, now: float, step: int, smoothing: float
-) -> tuple[tuple[float, int] | None, float | None]:
-    """The next (mark, steps/s EMA) after reaching ``step`` at ``now``.
-
-    The first measurement of a phase is a reference point only: it includes
-    warm-up (first batch, allocations), which Keras' ETA also excludes.
-    """
+def _advance_rate(mark: tuple[float, int] | None, rate: float | None, now: float, step: int,
+                  smoothing: float) -> tuple[tuple[float, int] | None, float | None]:
+    """The next (mark, steps/s EMA) after reaching ``step`` at ``now``.  A phase's first measurement is only a
+    reference point: it includes warm-up (first batch, allocations), which Keras' ETA excludes too."""
     if mark is None:
         return (now, step), rate
     dt, ds = now - mark[0], step - mark[1]
     if ds <= 0 or dt <= 0:
         return mark, rate
-    inst = ds / dt
-    return (now, step), inst if rate is None else smoothing * inst + (1 - smoothing) * rate
-
-
-#: A short run's smoothed loss averages over at most this share of its planned steps (1/25).
-_SMOOTHING_SHARE = 25
+    return (now, step), ds / dt if rate is None else smoothing * ds / dt + (1 - smoothing) * rate
 
 
 class TrainingState:
-    """Counters, rates, ETAs, loss series and the evaluation table of one run.
+    """Counters, rates, ETAs, loss series and the evaluation table of one run (thread-safe: one lock).
 
     Args:
-        smoothing: the EMA factor of the smoothed loss (fastai's 0.98, with
-            bias correction so the first values are not pulled towards 0), at
-            most: a run of fewer than 1,250 planned steps averages over about
-            a 25th of them instead (0.98 averages over ~50 steps, and in a run
-            of 200 the line would trail far behind a falling loss).
+        smoothing: the EMA factor of the smoothed loss (bias-corrected), at most: a run of fewer than 1,250
+            planned steps averages over about a 25th of them instead.
         rate_smoothing: weight of the newest measurement in the rate EMA (tqdm's 0.3).
         max_points: the most points per line (buckets of the loss, evaluations, lr values).
-        eval_cost_guess: before an evaluation has been timed, one evaluation step
-            is assumed to cost this fraction of a training step (a forward pass is
-            about a third of forward + backward + update).
-
-    All methods are thread-safe (one re-entrant lock).  Times are seconds on
-    one monotonic scale, passed in by the caller.
+        eval_cost_guess: before an evaluation has been timed, one evaluation step is assumed to cost this
+            fraction of a training step (a forward pass is about a third of a training step).
     """
 
     def __init__(
@@ -233,39 +177,29 @@ class TrainingState:
         self._lock = threading.RLock()
         self.reset()
 
-    # ------------------------------------------------------------------ life cycle
-
     def reset(self) -> None:
         """Forget everything (a new run)."""
         with self._lock:
-            self._kind = "train"
-            self._status = "starting"
-            self._status_text: str = Msg("starting")
-            self._phase = "train"
+            self._kind = self._phase = "train"
+            self._status, self._status_text = "starting", Msg("starting")
             self._t_start: float | None = None
             self._t_end: float | None = None
-            self._epochs = 0
-            self._spe = 0
-            self._first_global = 0
+            self._t_eval_start: float | None = None
+            self._epochs = self._spe = self._first_global = self._global = 0
             self._first_epoch: int | None = None
             self._epoch: int | None = None
-            self._epochs_done = 0
-            self._epoch_open = False
-            self._global = 0
-            self._has_validation = False
+            self._epochs_done = self._epochs_ended = self._epochs_validated = 0
+            self._epoch_open = self._has_validation = False
+            self._eval_cut = False  # a stop request cut the current validation pass short
             self._eval_steps: int | None = None
             self._eval_step = 0
-            self._t_eval_start: float | None = None
-            self._eval_cut = False  # a stop request cut the current validation pass short
             self._eval_pass_seconds: float | None = None
             self._rate: float | None = None
             self._eval_rate: float | None = None
             self._train_mark: tuple[float, int] | None = None
             self._eval_mark: tuple[float, int] | None = None
             self._samples_per_step: int | None = None
-            self._avg = 0.0
-            self._beta = self.smoothing
-            self._avg_count = 0
+            self._avg, self._avg_count, self._beta = 0.0, 0, self.smoothing
             self._loss: float | None = None
             self._last_loss: float | None = None
             self._loss_series = Buckets(self.max_points)
@@ -274,34 +208,22 @@ class TrainingState:
             self._lr_series = Points(self.max_points)
             self._rows: list[EvalRow] = []
             self._columns: list[str] = []
-            self._validated: dict[int, bool] = {}
             self._lr: float | None = None
             self._lr_changes: list[tuple[int, float]] = []
             self._error: str | None = None
             self._display_seconds = 0.0
-            self._version = 0
-            self._plot_version = 0
+            self._version = self._plot_version = 0
 
-    def start(
-        self,
-        now: float,
-        *,
-        kind: str = "train",
-        epochs: int = 1,
-        steps_per_epoch: int = 0,
-        first_global_step: int = 0,
-        has_validation: bool = False,
-        eval_steps: int | None = None,
-        lr: float | None = None,
-    ) -> None:
+    def start(self, now: float, *, kind: str = "train", epochs: int = 1, steps_per_epoch: int = 0,
+              first_global_step: int = 0, has_validation: bool = False, eval_steps: int | None = None,
+              lr: float | None = None) -> None:
         """Begin a run.
 
         Args:
             now: the current time.
             kind: ``'train'`` (train and fit) or ``'eval'`` (``Model.eval``).
-            epochs: epochs planned (``cb_params.epoch_num``).
-            steps_per_epoch: training steps per epoch (``cb_params.batch_num``).
-            first_global_step: ``cb_params.cur_step_num`` before the first step.
+            epochs, steps_per_epoch, first_global_step: ``cb_params.epoch_num``, ``batch_num`` and
+                ``cur_step_num`` before the first step.
             has_validation: fit with a validation set (evaluations are predicted).
             eval_steps: steps of one evaluation pass, when known.
             lr: the learning rate of the first parameter group, when known.
@@ -310,21 +232,18 @@ class TrainingState:
             raise ValueError(f"kind must be 'train' or 'eval', got {kind!r}")
         with self._lock:
             self.reset()
-            self._kind = kind
-            self._status = "running"
-            self._status_text = Msg("running") if kind == "train" else Msg("evaluating")
-            self._phase = kind
+            self._kind = self._phase = kind
+            self._status, self._status_text = "running", Msg("running" if kind == "train" else "evaluating")
             self._t_start = now
-            self._epochs = max(0, int(epochs))
-            self._spe = max(0, int(steps_per_epoch))
-            self._first_global = int(first_global_step)
-            self._global = int(first_global_step)
+            self._epochs, self._spe = max(0, int(epochs)), max(0, int(steps_per_epoch))
+            self._first_global = self._global = int(first_global_step)
             self._has_validation = bool(has_validation)
             self._eval_steps = int(eval_steps) if eval_steps else None
             planned = self._epochs * self._spe
             self._loss_series = Buckets(self.max_points, planned=planned)
             window = planned / _SMOOTHING_SHARE  # steps the average spans, at most
-            self._beta = min(self.smoothing, 1 - 1 / window) if window > 1 else self.smoothing
+            if window > 1:
+                self._beta = min(self.smoothing, 1 - 1 / window)
             self._lr = _finite(lr)
             if self._lr is not None and kind == "train":
                 self._lr_series.add(self._first_global, self._lr)
@@ -351,8 +270,7 @@ class TrainingState:
                 self._samples_per_step = int(samples)
 
     def record_steps(self, now: float, global_step: int, losses: Sequence[float] = ()) -> None:
-        """Training reached ``global_step``; ``losses`` are the raw losses of the
-        last ``len(losses)`` steps (ending at ``global_step``), possibly none."""
+        """Training reached ``global_step``; ``losses`` are the raw losses of the last ``len(losses)`` steps."""
         with self._lock:
             self._global = int(global_step)
             self._train_mark, self._rate = _advance_rate(
@@ -365,18 +283,16 @@ class TrainingState:
             self._version += 1
 
     def _add_losses(self, first_x: int, losses: Sequence[float]) -> None:
-        beta = self._beta
-        avg, count = self._avg, self._avg_count
-        level = self._loss
+        beta, avg, count, level = self._beta, self._avg, self._avg_count, self._loss
+        add = self._loss_series.add
         for x, value in enumerate(losses, start=first_x):
             if math.isfinite(value):  # a NaN step shows as a gap; it must not poison the average
                 self._loss_positive = self._loss_positive and value > 0
                 count += 1
                 avg = beta * avg + (1 - beta) * value
                 level = avg / (1 - beta**count)
-            self._loss_series.add(x, value, level)
-        self._avg, self._avg_count = avg, count
-        self._loss = level
+            add(x, value, level)
+        self._avg, self._avg_count, self._loss = avg, count, level
         self._last_loss = float(losses[-1])
         self._plot_version += 1
 
@@ -401,64 +317,34 @@ class TrainingState:
             self._version += 1
 
     def end_eval(self, now: float, complete: bool = True) -> float | None:
-        """The evaluation pass ended; returns its duration.
-
-        Args:
-            now: the current time.
-            complete: False when the pass was stopped early; its duration is then
-                not used to predict the next passes.
-        """
+        """The evaluation pass ended; returns its duration.  A pass stopped early (``complete`` False) does not
+        predict the next ones, and the run's final picture keeps its eval phase and step."""
         with self._lock:
-            seconds = None
-            if self._t_eval_start is not None:
-                seconds = max(0.0, now - self._t_eval_start)
-                if complete and self._eval_step:
-                    self._eval_pass_seconds = seconds
-                    if seconds > 0 and self._eval_rate is None:
-                        self._eval_rate = self._eval_step / seconds
+            seconds = None if self._t_eval_start is None else max(0.0, now - self._t_eval_start)
+            if complete and seconds is not None and self._eval_step:
+                self._eval_pass_seconds = seconds
+                if seconds > 0 and self._eval_rate is None:
+                    self._eval_rate = self._eval_step / seconds
             if self._kind == "train":
+                self._eval_cut = not complete
                 if complete:
                     self._phase = "train"
-                else:
-                    # A stop during validation: the run ends here, so the final
-                    # picture keeps the eval phase and step where it stopped.
-                    self._eval_cut = True
             self._train_mark = None
             return seconds
 
-    def add_eval_row(
-        self,
-        now: float,
-        values: Mapping[str, Any],
-        *,
-        epoch: int | None,
-        step: int | None,
-        seconds: float | None = None,
-        partial: bool = False,
-    ) -> EvalRow:
+    def add_eval_row(self, now: float, values: Mapping[str, Any], *, epoch: int | None, step: int | None,
+                     seconds: float | None = None, partial: bool = False) -> EvalRow:
         """Record one evaluation's results (a table row and plot points).
 
-        fit's ``eval_results`` hold ``eval_loss`` next to the metrics; when a
-        ``'loss'`` metric is there too, both are the mean validation loss, so
-        ``eval_loss`` is left out (one column, one line).
+        fit's ``eval_results`` hold ``eval_loss`` next to the metrics; when a ``'loss'`` metric equals it, both are
+        the mean validation loss, so ``eval_loss`` is left out (one column, one line).
         """
         with self._lock:
-            clean: dict[str, Any] = {}
             loss, eval_loss = _finite(values.get("loss")), _finite(values.get("eval_loss"))
-            if loss is not None and eval_loss is not None and math.isclose(loss, eval_loss, rel_tol=1e-5):
-                values = {name: value for name, value in values.items() if name != "eval_loss"}
-            for name, value in values.items():
-                clean[str(name)] = value
-                if str(name) not in self._columns:
-                    self._columns.append(str(name))
-            row = EvalRow(
-                epoch=epoch,
-                step=step,
-                values=clean,
-                seconds=seconds,
-                elapsed=self._elapsed(now),
-                partial=partial,
-            )
+            same = loss is not None and eval_loss is not None and math.isclose(loss, eval_loss, rel_tol=1e-5)
+            clean = {str(name): value for name, value in values.items() if not (same and name == "eval_loss")}
+            self._columns += [name for name in clean if name not in self._columns]
+            row = EvalRow(epoch, step, clean, seconds, self._elapsed(now), partial)
             self._rows.append(row)
             x = float(step if step is not None else self._global)
             for name, value in clean.items():
@@ -475,21 +361,17 @@ class TrainingState:
             if self._spe == 0 or self.step_in_epoch == self._spe:
                 self._epochs_done += 1  # a stopped, partial epoch does not count as done
             self._epoch_open = False
-            self._validated[int(epoch)] = bool(validated)
+            self._epochs_ended += 1
+            self._epochs_validated += bool(validated)
             if not self._eval_cut:
                 self._phase = "train"
             self._version += 1
 
     def set_lr(self, lr: float | None, *, changed_at: int | None = None) -> None:
-        """The current learning rate; ``changed_at`` (a global step) records a control change.
-
-        The lr panel gets a point whenever the value differs from the last one;
-        it is read at refresh ticks, so a scheduler's change shows at the first
-        tick after it (within a quarter of a second of steps).
-        """
+        """The current learning rate; ``changed_at`` (a global step) records a change made through the controls.
+        The lr line gets a point whenever the value differs from the last one."""
         with self._lock:
-            value = _finite(lr)
-            self._lr = value
+            value = self._lr = _finite(lr)
             if value is None:
                 return
             if changed_at is not None:
@@ -521,19 +403,9 @@ class TrainingState:
     # ------------------------------------------------------------------ reading
 
     @property
-    def status(self) -> str:
-        """The current status (one of :data:`STATUSES`)."""
-        return self._status
-
-    @property
     def kind(self) -> str:
         """``'train'`` or ``'eval'``."""
         return self._kind
-
-    @property
-    def phase(self) -> str:
-        """``'train'`` or ``'eval'``."""
-        return self._phase
 
     @property
     def global_step(self) -> int:
@@ -564,130 +436,78 @@ class TrainingState:
 
     @property
     def plot_version(self) -> int:
-        """Increases when what the plot shows changes (the plan, losses, evaluation
-        points); progress alone does not change it."""
+        """Increases when what the plot shows changes (progress alone does not change it)."""
         return self._plot_version
 
     def _elapsed(self, now: float) -> float:
         if self._t_start is None:
             return 0.0
-        end = self._t_end if self._t_end is not None else now
-        return max(0.0, end - self._t_start)
-
-    def inferred_valid_frequency(self) -> int | None:
-        """The smallest ``valid_frequency`` consistent with the epochs seen so far.
-
-        fit's ``valid_frequency`` is not in ``cb_params``; it is inferred from which
-        epochs were validated (1 until an epoch without validation is seen).
-        None when no integer frequency explains the record (a list was passed).
-        """
-        with self._lock:
-            if not self._validated:
-                return 1
-            top = max(self._validated)
-            for freq in range(1, top + 2):
-                if all((epoch % freq == 0) == done for epoch, done in self._validated.items()):
-                    return freq
-            return None
-
-    def _remaining_evals(self) -> float:
-        if not self._has_validation or self._kind != "train":
-            return 0.0
-        if self._first_epoch is None:
-            first, current_done = 1, False
-            current = 0
-        else:
-            current = self._epoch if self._epoch is not None else self._first_epoch
-            first = current
-            current_done = not self._epoch_open or self._phase == "eval"
-        last = (self._first_epoch or 1) + self._epochs - 1
-        start = current + 1 if current_done else first
-        pending = range(start, last + 1)
-        freq = self.inferred_valid_frequency()
-        if freq is not None:
-            return float(sum(1 for epoch in pending if epoch % freq == 0))
-        share = sum(self._validated.values()) / max(1, len(self._validated))
-        return share * len(pending)
+        return max(0.0, (self._t_end if self._t_end is not None else now) - self._t_start)
 
     def _etas(self) -> tuple[float | None, float | None, bool]:
+        """(training left, everything left, whether the evaluations' part is a guess), in seconds."""
         if self._kind == "eval":
             if self._eval_steps is None or not self._eval_rate:
                 return None, None, False
             left = max(0, self._eval_steps - self._eval_step) / self._eval_rate
             return left, left, False
-        done = self._global - self._first_global
-        left_steps = max(0, self._epochs * self._spe - done)
-        if left_steps == 0:
-            eta_train: float | None = 0.0
-        elif self._rate:
-            eta_train = left_steps / self._rate
-        else:
-            eta_train = None
-        if eta_train is None:
+        left_steps = max(0, self._epochs * self._spe - (self._global - self._first_global))
+        if left_steps and not self._rate:
             return None, None, False
-        extra = 0.0
-        estimated = False
-        if self._has_validation:
-            pass_seconds = self._eval_pass_seconds
-            if pass_seconds is None:
-                if self._eval_steps and self._rate:
-                    pass_seconds = self._eval_steps * self.eval_cost_guess / self._rate
-                    estimated = True
-                else:
-                    pass_seconds = 0.0
-                    estimated = True
-            extra += self._remaining_evals() * pass_seconds
-            if self._phase == "eval" and self._eval_steps:
-                left = max(0, self._eval_steps - self._eval_step)
-                if self._eval_rate:
-                    extra += left / self._eval_rate
-                else:
-                    extra += pass_seconds * left / self._eval_steps
-        return eta_train, eta_train + extra, estimated
+        eta = left_steps / self._rate if left_steps else 0.0
+        if not self._has_validation:
+            return eta, eta, False
+        pass_seconds = self._eval_pass_seconds
+        estimated = pass_seconds is None
+        if pass_seconds is None:
+            pass_seconds = self._eval_steps * self.eval_cost_guess / self._rate if self._eval_steps and self._rate else 0
+        # Validations to come: the epochs left (this one too until its validation starts) times the share of the
+        # ended epochs that were validated (fit's valid_frequency is not in cb_params).
+        if self._epoch is None:
+            epochs_left = self._epochs
+        else:
+            last = (self._first_epoch or 1) + self._epochs - 1
+            epochs_left = last - self._epoch + (self._epoch_open and self._phase == "train")
+        share = self._epochs_validated / self._epochs_ended if self._epochs_ended else 1.0
+        extra = max(0, epochs_left) * share * pass_seconds
+        if self._phase == "eval" and self._eval_steps:
+            left = max(0, self._eval_steps - self._eval_step)
+            extra += left / self._eval_rate if self._eval_rate else pass_seconds * left / self._eval_steps
+        return eta, eta + extra, estimated
 
     def view(self, now: float, *, live_rows: int | None = 10, max_rows: int | None = None) -> View:
         """An immutable picture of the run at ``now``.
 
         Args:
             now: the current time.
-            live_rows: keep only the last this-many table rows (the live view, so
-                the bytes per refresh stay constant); None keeps all rows.
-            max_rows: with ``live_rows=None``, cap the table at this many rows: a
-                tenth from the start, the rest from the end, and the number left
-                out in between.
+            live_rows: keep only the last this-many table rows (the live view); None keeps all rows.
+            max_rows: with ``live_rows=None``, cap the table at this many rows: a tenth from the start, the rest
+                from the end, and the number left out in between.
         """
         with self._lock:
-            rows = list(self._rows)
+            rows = self._rows
             omitted, omitted_after = 0, len(rows)
             if live_rows is not None:
-                rows = rows[-live_rows:] if live_rows > 0 else []
-                omitted_after = 0
-                omitted = 0
+                rows, omitted_after = rows[-live_rows:] if live_rows > 0 else [], 0
             elif max_rows is not None and len(rows) > max_rows:
                 head = max(1, max_rows // 10)
                 tail = max_rows - head
-                omitted = len(rows) - head - tail
+                omitted, omitted_after = len(rows) - head - tail, head
                 rows = rows[:head] + (rows[-tail:] if tail else [])
-                omitted_after = head
             eta_train, eta_total, estimated = self._etas()
-            last_epoch = None if self._first_epoch is None else self._first_epoch + self._epochs - 1
-            spe = self._spe
-            step_in_epoch = 0
-            if self._global > self._first_global and spe:
-                step_in_epoch = (self._global - 1) % spe + 1
             return View(
                 kind=self._kind,
                 status=self._status,
                 status_text=self._status_text,
                 phase=self._phase,
                 epoch=self._epoch,
-                last_epoch=last_epoch,
+                last_epoch=None if self._first_epoch is None else self._first_epoch + self._epochs - 1,
                 epochs_done=self._epochs_done,
                 epochs=self._epochs,
-                step_in_epoch=step_in_epoch,
-                steps_per_epoch=spe,
+                step_in_epoch=self.step_in_epoch,
+                steps_per_epoch=self._spe,
                 steps_done=self._global - self._first_global,
-                total_steps=self._epochs * spe,
+                total_steps=self._epochs * self._spe,
                 global_step=self._global,
                 eval_step=self._eval_step,
                 eval_steps=self._eval_steps,
@@ -712,29 +532,30 @@ class TrainingState:
                 validates=self._has_validation,
             )
 
+    # ------------------------------------------------------------------ plot data
+
     def _plan(self) -> tuple[tuple[float, float], tuple[float, ...]]:
-        spe, epochs, first = self._spe, self._epochs, self._first_global
-        end = first + epochs * spe
-        if end <= first:
-            end = max(self._global, first + 1)
-        marks = tuple(float(first + k * spe) for k in range(1, epochs)) if spe else ()
+        spe, first = self._spe, self._first_global
+        end = first + self._epochs * spe if self._epochs * spe > 0 else first + 1
+        marks = tuple(float(first + k * spe) for k in range(1, self._epochs)) if spe else ()
         return (float(first), float(max(end, self._global))), marks
 
-    def _all_series(self) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        if len(self._loss_series):
-            found["loss"] = self._loss_series
-        for name, points in self._evals.items():
-            found["eval:" + name] = points
+    def _all_series(self) -> dict[str, Buckets | Points]:
+        found: dict[str, Buckets | Points] = {"loss": self._loss_series} if len(self._loss_series) else {}
+        found.update(("eval:" + name, points) for name, points in self._evals.items())
         if len(self._lr_series):
             found["lr"] = self._lr_series
         return found
 
     def _lr_tail(self) -> dict[str, float] | None:
-        last = self._lr_series.x[-1] if len(self._lr_series) else None
-        if last is None or self._lr is None or self._global <= last:
+        """The lr line runs on to the current step."""
+        if not len(self._lr_series) or self._lr is None or self._global <= self._lr_series.x[-1]:
             return None
         return {"x": float(self._global), "y": self._lr}
+
+    def _facts(self) -> dict[str, Any]:
+        return {"metrics": tuple(self._evals), "loss_positive": self._loss_positive,
+                "lr_changed": len(self._lr_series) > 1}
 
     def plot_data(self) -> PlotData:
         """Every point of every series (at most ``max_points`` each), for the final PNG."""
@@ -744,21 +565,12 @@ class TrainingState:
             tail = self._lr_tail()
             if tail is not None:
                 series["lr"] = {"x": series["lr"]["x"] + [tail["x"]], "y": series["lr"]["y"] + [tail["y"]]}
-            return PlotData(
-                x_range=x_range,
-                epoch_marks=marks,
-                series=series,
-                metrics=tuple(self._evals),
-                loss_positive=self._loss_positive,
-                lr_changed=len(self._lr_series) > 1,
-            )
+            return PlotData(x_range, marks, series, **self._facts())
 
     def plot_delta(self, cursors: dict[str, Cursor] | None) -> tuple[dict[str, Any], dict[str, Cursor]]:
-        """What a reader holding ``cursors`` lacks: ``{"x_range", "epoch_marks", "metrics",
-        "series": {key: delta}}`` (only changed series), and the reader's new cursors.
-
-        ``cursors`` None: everything (a new view).
-        """
+        """What a reader holding ``cursors`` lacks: ``{"x_range", "epoch_marks", "metrics", "loss_positive",
+        "lr_changed", "series": {key: delta}}`` (changed series only), and the reader's new cursors.
+        ``cursors`` None: everything (a new view)."""
         with self._lock:
             x_range, marks = self._plan()
             held = dict(cursors or {})
@@ -768,24 +580,13 @@ class TrainingState:
                 if delta is not None:
                     deltas[key] = delta
             lr_tail = self._lr_tail()
-            if lr_tail is not None:  # the lr line runs on to the current step
-                deltas.setdefault("lr", {"gen": self._lr_series.gen, "start": len(self._lr_series), "x": [],
-                                         "y": []})["tail"] = lr_tail
-            return {"x_range": list(x_range), "epoch_marks": list(marks), "metrics": list(self._evals),
-                    "loss_positive": self._loss_positive, "lr_changed": len(self._lr_series) > 1,
+            if lr_tail is not None:
+                empty = {"gen": self._lr_series.gen, "start": len(self._lr_series), "x": [], "y": []}
+                deltas.setdefault("lr", empty)["tail"] = lr_tail
+            facts = self._facts()
+            return {"x_range": list(x_range), "epoch_marks": list(marks), "metrics": list(facts["metrics"]),
+                    "loss_positive": facts["loss_positive"], "lr_changed": facts["lr_changed"],
                     "series": deltas}, held
-
-    def is_last_epoch(self, epoch: int) -> bool:
-        """Whether ``epoch`` (as ``cb_params.cur_epoch_num``) is the run's last one.
-
-        ``cb_params.epoch_num`` counts the epochs of this call, and epochs are
-        numbered from ``initial_epoch + 1`` (``Model.fit(..., initial_epoch=2)``
-        runs epochs 3, 4, 5 with ``epoch_num`` 3), so the last one is counted
-        from the first epoch seen.
-        """
-        with self._lock:
-            first = self._first_epoch if self._first_epoch is not None else int(epoch)
-            return int(epoch) >= first + self._epochs - 1
 
     def has_plot_points(self) -> bool:
         """Whether a plot of the run would show anything (a loss or an evaluation point)."""

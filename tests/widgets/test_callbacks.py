@@ -16,7 +16,7 @@ from torch import nn
 
 from nbcallback.train import Callback, Model
 from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar, resolve_display
-from nbcallback.widgets.clock import FakeClock
+from tests.widgets.conftest import FakeClock
 from nbcallback.widgets.controls import apply_learning_rate
 from tests.widgets.conftest import AtStep, Ticker, batches, new_model
 

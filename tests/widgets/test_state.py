@@ -70,18 +70,19 @@ def test_total_eta_predicts_evaluations_then_uses_the_measured_pass() -> None:
     assert after.eta_total == pytest.approx(after.eta_train + 2 * 1.0, rel=1e-6)
 
 
-def test_valid_frequency_is_inferred_from_the_validated_epochs() -> None:
+def test_total_eta_predicts_validations_at_the_share_of_validated_epochs() -> None:
+    """fit(..., valid_frequency=2): after epochs 1 (not validated) and 2 (validated), epochs 3..6 are expected
+    to bring two more validations."""
     clock = FakeClock()
-    state = TrainingState()
-    state.start(clock(), epochs=6, steps_per_epoch=10, has_validation=True, eval_steps=5)
-    step = _train_epoch(state, clock, 1, 10, 0.01, 0)
+    state = TrainingState(eval_cost_guess=1.0)
+    state.start(clock(), epochs=6, steps_per_epoch=100, has_validation=True, eval_steps=5)
+    step = _train_epoch(state, clock, 1, 100, 0.01, 0)  # 100 it/s: a guessed pass of 5 steps takes 0.05 s
     state.end_epoch(1, clock(), validated=False)
-    assert state.inferred_valid_frequency() == 2
-    step = _train_epoch(state, clock, 2, 10, 0.01, step)
+    _train_epoch(state, clock, 2, 100, 0.01, step)
     state.end_epoch(2, clock(), validated=True)
-    assert state.inferred_valid_frequency() == 2
-    # epochs 3..6 left; validations predicted after 4 and 6.
-    assert state._remaining_evals() == 2
+    view = state.view(clock())
+    assert view.eta_train == pytest.approx(4.0) and view.eta_total_estimated
+    assert view.eta_total - view.eta_train == pytest.approx(2 * 0.05)
 
 
 def test_eval_only_run_has_its_own_bar_and_eta() -> None:
