@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from nbcallback.widgets.series import Buckets, Cursor, Points
+from nbcallback.widgets.series import Buckets, Cursor, Points, finite_or_none
 from nbcallback.widgets.words import Msg
 
 __all__ = ["EvalRow", "PlotData", "TrainingState", "View", "STATUSES"]
@@ -123,14 +123,11 @@ class PlotData:
 
 
 def _finite(value: Any) -> float | None:
-    """``value`` as a float when it is a finite real scalar, else None."""
-    if isinstance(value, bool):
-        return None
+    """``value`` as a float when it is a finite real number (not a bool), else None."""
     try:
-        number = float(value)
+        return None if isinstance(value, bool) else finite_or_none(float(value))
     except (TypeError, ValueError):
         return None
-    return number if math.isfinite(number) else None
 
 
 def _advance_rate(mark: tuple[float, int] | None, rate: float | None, now: float, step: int,
@@ -145,8 +142,18 @@ def _advance_rate(mark: tuple[float, int] | None, rate: float | None, now: float
     return (now, step), ds / dt if rate is None else smoothing * ds / dt + (1 - smoothing) * rate
 
 
+#: The View fields that TrainingState keeps under the same (public, read-only) attribute names.
+_COPIED = ("kind", "status", "status_text", "phase", "epoch", "epochs_done", "epochs", "steps_per_epoch",
+           "global_step", "eval_step", "eval_steps", "rate", "eval_rate", "samples_per_step", "loss", "last_loss",
+           "lr", "error", "display_seconds", "validates")
+
+
 class TrainingState:
     """Counters, rates, ETAs, loss series and the evaluation table of one run (thread-safe: one lock).
+
+    The attributes named like :class:`View` fields (``status``, ``epoch``, ``global_step``, ``rate``, ...) and
+    ``version`` / ``plot_version`` (they grow with every change of the data, of what the plot shows) are for
+    reading; the methods change them.
 
     Args:
         smoothing: the EMA factor of the smoothed loss (bias-corrected), at most: a run of fewer than 1,250
@@ -157,13 +164,8 @@ class TrainingState:
             fraction of a training step (a forward pass is about a third of a training step).
     """
 
-    def __init__(
-        self,
-        smoothing: float = 0.98,
-        rate_smoothing: float = 0.3,
-        max_points: int = 1000,
-        eval_cost_guess: float = 0.35,
-    ) -> None:
+    def __init__(self, smoothing: float = 0.98, rate_smoothing: float = 0.3, max_points: int = 1000,
+                 eval_cost_guess: float = 0.35) -> None:
         if not 0 <= smoothing < 1:
             raise ValueError(f"smoothing must be in [0, 1), got {smoothing!r}")
         if not 0 < rate_smoothing <= 1:
@@ -180,39 +182,38 @@ class TrainingState:
     def reset(self) -> None:
         """Forget everything (a new run)."""
         with self._lock:
-            self._kind = self._phase = "train"
-            self._status, self._status_text = "starting", Msg("starting")
+            self.kind = self.phase = "train"
+            self.status, self.status_text = "starting", Msg("starting")
             self._t_start: float | None = None
             self._t_end: float | None = None
             self._t_eval_start: float | None = None
-            self._epochs = self._spe = self._first_global = self._global = 0
+            self.epochs = self.steps_per_epoch = self._first_global = self.global_step = self.eval_step = 0
+            self.epoch: int | None = None
             self._first_epoch: int | None = None
-            self._epoch: int | None = None
-            self._epochs_done = self._epochs_ended = self._epochs_validated = 0
-            self._epoch_open = self._has_validation = False
+            self.epochs_done = self._epochs_ended = self._epochs_validated = 0
+            self._epoch_open = self.validates = False
             self._eval_cut = False  # a stop request cut the current validation pass short
-            self._eval_steps: int | None = None
-            self._eval_step = 0
-            self._eval_pass_seconds: float | None = None
-            self._rate: float | None = None
-            self._eval_rate: float | None = None
+            self.eval_steps: int | None = None
+            self._pass_seconds: float | None = None
+            self.rate: float | None = None
+            self.eval_rate: float | None = None
             self._train_mark: tuple[float, int] | None = None
             self._eval_mark: tuple[float, int] | None = None
-            self._samples_per_step: int | None = None
+            self.samples_per_step: int | None = None
             self._avg, self._avg_count, self._beta = 0.0, 0, self.smoothing
-            self._loss: float | None = None
-            self._last_loss: float | None = None
+            self.loss: float | None = None
+            self.last_loss: float | None = None
+            self.lr: float | None = None
+            self.error: str | None = None
             self._loss_series = Buckets(self.max_points)
             self._loss_positive = True
             self._evals: dict[str, Points] = {}
             self._lr_series = Points(self.max_points)
             self._rows: list[EvalRow] = []
             self._columns: list[str] = []
-            self._lr: float | None = None
             self._lr_changes: list[tuple[int, float]] = []
-            self._error: str | None = None
-            self._display_seconds = 0.0
-            self._version = self._plot_version = 0
+            self.display_seconds = 0.0
+            self.version = self.plot_version = 0
 
     def start(self, now: float, *, kind: str = "train", epochs: int = 1, steps_per_epoch: int = 0,
               first_global_step: int = 0, has_validation: bool = False, eval_steps: int | None = None,
@@ -232,58 +233,57 @@ class TrainingState:
             raise ValueError(f"kind must be 'train' or 'eval', got {kind!r}")
         with self._lock:
             self.reset()
-            self._kind = self._phase = kind
-            self._status, self._status_text = "running", Msg("running" if kind == "train" else "evaluating")
+            self.kind = self.phase = kind
+            self.status, self.status_text = "running", Msg("running" if kind == "train" else "evaluating")
             self._t_start = now
-            self._epochs, self._spe = max(0, int(epochs)), max(0, int(steps_per_epoch))
-            self._first_global = self._global = int(first_global_step)
-            self._has_validation = bool(has_validation)
-            self._eval_steps = int(eval_steps) if eval_steps else None
-            planned = self._epochs * self._spe
+            self.epochs, self.steps_per_epoch = max(0, int(epochs)), max(0, int(steps_per_epoch))
+            self._first_global = self.global_step = int(first_global_step)
+            self.validates = bool(has_validation)
+            self.eval_steps = int(eval_steps) if eval_steps else None
+            planned = self.epochs * self.steps_per_epoch
             self._loss_series = Buckets(self.max_points, planned=planned)
             window = planned / _SMOOTHING_SHARE  # steps the average spans, at most
             if window > 1:
                 self._beta = min(self.smoothing, 1 - 1 / window)
-            self._lr = _finite(lr)
-            if self._lr is not None and kind == "train":
-                self._lr_series.add(self._first_global, self._lr)
+            self.lr = _finite(lr)
+            if self.lr is not None and kind == "train":
+                self._lr_series.add(self._first_global, self.lr)
             if kind == "eval":
                 self._t_eval_start = now
-            self._version += 1
-            self._plot_version += 1
+            self.version += 1
+            self.plot_version += 1
 
     def begin_epoch(self, epoch: int, now: float) -> None:
         """A training epoch starts (``epoch`` as ``cb_params.cur_epoch_num``)."""
         with self._lock:
             if self._first_epoch is None:
                 self._first_epoch = int(epoch)
-            self._epoch = int(epoch)
+            self.epoch = int(epoch)
             self._epoch_open = True
-            self._phase = "train"
+            self.phase = "train"
             self._eval_cut = False
             self._train_mark = None  # the first step of an epoch includes the loader's start-up
 
     def set_samples_per_step(self, samples: int | None) -> None:
         """The batch size, to show samples/s next to it/s (first value wins)."""
         with self._lock:
-            if self._samples_per_step is None and samples:
-                self._samples_per_step = int(samples)
+            if self.samples_per_step is None and samples:
+                self.samples_per_step = int(samples)
 
     def record_steps(self, now: float, global_step: int, losses: Sequence[float] = ()) -> None:
         """Training reached ``global_step``; ``losses`` are the raw losses of the last ``len(losses)`` steps."""
         with self._lock:
-            self._global = int(global_step)
-            self._train_mark, self._rate = _advance_rate(
-                self._train_mark, self._rate, now, self._global, self.rate_smoothing
-            )
+            self.global_step = int(global_step)
+            self._train_mark, self.rate = _advance_rate(self._train_mark, self.rate, now, self.global_step,
+                                                        self.rate_smoothing)
             if losses:
-                self._add_losses(self._global - len(losses) + 1, losses)
-            elif self._global > self._first_global + self._epochs * self._spe:
-                self._plot_version += 1  # past the plan: the x-range grows
-            self._version += 1
+                self._add_losses(self.global_step - len(losses) + 1, losses)
+            elif self.global_step > self._first_global + self.epochs * self.steps_per_epoch:
+                self.plot_version += 1  # past the plan: the x-range grows
+            self.version += 1
 
     def _add_losses(self, first_x: int, losses: Sequence[float]) -> None:
-        beta, avg, count, level = self._beta, self._avg, self._avg_count, self._loss
+        beta, avg, count, level = self._beta, self._avg, self._avg_count, self.loss
         add = self._loss_series.add
         for x, value in enumerate(losses, start=first_x):
             if math.isfinite(value):  # a NaN step shows as a gap; it must not poison the average
@@ -292,17 +292,17 @@ class TrainingState:
                 avg = beta * avg + (1 - beta) * value
                 level = avg / (1 - beta**count)
             add(x, value, level)
-        self._avg, self._avg_count, self._loss = avg, count, level
-        self._last_loss = float(losses[-1])
-        self._plot_version += 1
+        self._avg, self._avg_count, self.loss = avg, count, level
+        self.last_loss = float(losses[-1])
+        self.plot_version += 1
 
     def begin_eval(self, now: float, total: int | None) -> None:
         """An evaluation pass of ``total`` steps starts (fit's validation)."""
         with self._lock:
-            self._phase = "eval"
-            self._eval_step = 0
+            self.phase = "eval"
+            self.eval_step = 0
             if total:
-                self._eval_steps = int(total)
+                self.eval_steps = int(total)
             self._t_eval_start = now
             self._eval_mark = None
             self._eval_cut = False
@@ -310,25 +310,24 @@ class TrainingState:
     def record_eval_steps(self, now: float, step: int) -> None:
         """The evaluation pass reached ``step`` (1-based within the pass)."""
         with self._lock:
-            self._eval_step = int(step)
-            self._eval_mark, self._eval_rate = _advance_rate(
-                self._eval_mark, self._eval_rate, now, self._eval_step, self.rate_smoothing
-            )
-            self._version += 1
+            self.eval_step = int(step)
+            self._eval_mark, self.eval_rate = _advance_rate(self._eval_mark, self.eval_rate, now, self.eval_step,
+                                                            self.rate_smoothing)
+            self.version += 1
 
     def end_eval(self, now: float, complete: bool = True) -> float | None:
         """The evaluation pass ended; returns its duration.  A pass stopped early (``complete`` False) does not
         predict the next ones, and the run's final picture keeps its eval phase and step."""
         with self._lock:
             seconds = None if self._t_eval_start is None else max(0.0, now - self._t_eval_start)
-            if complete and seconds is not None and self._eval_step:
-                self._eval_pass_seconds = seconds
-                if seconds > 0 and self._eval_rate is None:
-                    self._eval_rate = self._eval_step / seconds
-            if self._kind == "train":
+            if complete and seconds is not None and self.eval_step:
+                self._pass_seconds = seconds
+                if seconds > 0 and self.eval_rate is None:
+                    self.eval_rate = self.eval_step / seconds
+            if self.kind == "train":
                 self._eval_cut = not complete
                 if complete:
-                    self._phase = "train"
+                    self.phase = "train"
             self._train_mark = None
             return seconds
 
@@ -346,44 +345,44 @@ class TrainingState:
             self._columns += [name for name in clean if name not in self._columns]
             row = EvalRow(epoch, step, clean, seconds, self._elapsed(now), partial)
             self._rows.append(row)
-            x = float(step if step is not None else self._global)
+            x = float(step if step is not None else self.global_step)
             for name, value in clean.items():
                 number = _finite(value)
                 if number is not None:
                     self._evals.setdefault(name, Points(self.max_points)).add(x, number)
-                    self._plot_version += 1
-            self._version += 1
+                    self.plot_version += 1
+            self.version += 1
             return row
 
     def end_epoch(self, epoch: int, now: float, validated: bool) -> None:
         """A training epoch ended (after its validation, if any)."""
         with self._lock:
-            if self._spe == 0 or self.step_in_epoch == self._spe:
-                self._epochs_done += 1  # a stopped, partial epoch does not count as done
+            if self.steps_per_epoch == 0 or self.step_in_epoch == self.steps_per_epoch:
+                self.epochs_done += 1  # a stopped, partial epoch does not count as done
             self._epoch_open = False
             self._epochs_ended += 1
             self._epochs_validated += bool(validated)
             if not self._eval_cut:
-                self._phase = "train"
-            self._version += 1
+                self.phase = "train"
+            self.version += 1
 
     def set_lr(self, lr: float | None, *, changed_at: int | None = None) -> None:
         """The current learning rate; ``changed_at`` (a global step) records a change made through the controls.
         The lr line gets a point whenever the value differs from the last one."""
         with self._lock:
-            value = self._lr = _finite(lr)
+            value = self.lr = _finite(lr)
             if value is None:
                 return
             if changed_at is not None:
                 self._lr_changes.append((int(changed_at), value))
             if self._lr_series.last() != value:
-                self._lr_series.add(changed_at if changed_at is not None else self._global, value)
-                self._plot_version += 1
+                self._lr_series.add(changed_at if changed_at is not None else self.global_step, value)
+                self.plot_version += 1
 
     def note_display_cost(self, seconds: float) -> None:
         """Add time the display took on the training thread (its overhead)."""
         with self._lock:
-            self._display_seconds += max(0.0, seconds)
+            self.display_seconds += max(0.0, seconds)
 
     def finish(self, now: float, status: str, text: str | None = None, error: str | None = None) -> None:
         """End the run with a final ``status`` and its human ``text``."""
@@ -392,52 +391,20 @@ class TrainingState:
         with self._lock:
             if self._t_start is None:
                 self._t_start = now
-            self._status = status
-            self._status_text = text or (Msg(status) if status == "finished" else status)
-            self._error = error
-            self._t_end = now
-            if self._t_eval_start is not None and self._phase == "eval" and self._kind == "train" and not self._eval_cut:
-                self._phase = "train"
-            self._version += 1
+            self.status, self.error, self._t_end = status, error, now
+            self.status_text = text or (Msg(status) if status == "finished" else status)
+            if self._t_eval_start is not None and self.phase == "eval" and self.kind == "train" and not self._eval_cut:
+                self.phase = "train"
+            self.version += 1
 
     # ------------------------------------------------------------------ reading
 
     @property
-    def kind(self) -> str:
-        """``'train'`` or ``'eval'``."""
-        return self._kind
-
-    @property
-    def global_step(self) -> int:
-        """``cb_params.cur_step_num`` of the last recorded training step."""
-        return self._global
-
-    @property
-    def epoch(self) -> int | None:
-        """The current epoch number, or None before the first epoch."""
-        return self._epoch
-
-    @property
     def step_in_epoch(self) -> int:
         """1-based step within the current epoch (0 before the first step)."""
-        if self._global > self._first_global and self._spe:
-            return (self._global - 1) % self._spe + 1
+        if self.global_step > self._first_global and self.steps_per_epoch:
+            return (self.global_step - 1) % self.steps_per_epoch + 1
         return 0
-
-    @property
-    def samples_per_step(self) -> int | None:
-        """The batch size seen first, when known."""
-        return self._samples_per_step
-
-    @property
-    def version(self) -> int:
-        """Increases with every change of the recorded data."""
-        return self._version
-
-    @property
-    def plot_version(self) -> int:
-        """Increases when what the plot shows changes (progress alone does not change it)."""
-        return self._plot_version
 
     def _elapsed(self, now: float) -> float:
         if self._t_start is None:
@@ -446,34 +413,33 @@ class TrainingState:
 
     def _etas(self) -> tuple[float | None, float | None, bool]:
         """(training left, everything left, whether the evaluations' part is a guess), in seconds."""
-        if self._kind == "eval":
-            if self._eval_steps is None or not self._eval_rate:
+        if self.kind == "eval":
+            if self.eval_steps is None or not self.eval_rate:
                 return None, None, False
-            left = max(0, self._eval_steps - self._eval_step) / self._eval_rate
+            left = max(0, self.eval_steps - self.eval_step) / self.eval_rate
             return left, left, False
-        left_steps = max(0, self._epochs * self._spe - (self._global - self._first_global))
-        if left_steps and not self._rate:
+        left_steps = max(0, self.epochs * self.steps_per_epoch - (self.global_step - self._first_global))
+        if left_steps and not self.rate:
             return None, None, False
-        eta = left_steps / self._rate if left_steps else 0.0
-        if not self._has_validation:
+        eta = left_steps / self.rate if left_steps else 0.0
+        if not self.validates:
             return eta, eta, False
-        pass_seconds = self._eval_pass_seconds
-        estimated = pass_seconds is None
-        if pass_seconds is None:
-            pass_seconds = self._eval_steps * self.eval_cost_guess / self._rate if self._eval_steps and self._rate else 0
+        pass_seconds = self._pass_seconds
+        if pass_seconds is None:  # a guess from the training speed
+            pass_seconds = self.eval_steps * self.eval_cost_guess / self.rate if self.eval_steps and self.rate else 0
         # Validations to come: the epochs left (this one too until its validation starts) times the share of the
         # ended epochs that were validated (fit's valid_frequency is not in cb_params).
-        if self._epoch is None:
-            epochs_left = self._epochs
+        if self.epoch is None:
+            epochs_left = self.epochs
         else:
-            last = (self._first_epoch or 1) + self._epochs - 1
-            epochs_left = last - self._epoch + (self._epoch_open and self._phase == "train")
+            last = (self._first_epoch or 1) + self.epochs - 1
+            epochs_left = last - self.epoch + (self._epoch_open and self.phase == "train")
         share = self._epochs_validated / self._epochs_ended if self._epochs_ended else 1.0
         extra = max(0, epochs_left) * share * pass_seconds
-        if self._phase == "eval" and self._eval_steps:
-            left = max(0, self._eval_steps - self._eval_step)
-            extra += left / self._eval_rate if self._eval_rate else pass_seconds * left / self._eval_steps
-        return eta, eta + extra, estimated
+        if self.phase == "eval" and self.eval_steps:
+            left = max(0, self.eval_steps - self.eval_step)
+            extra += left / self.eval_rate if self.eval_rate else pass_seconds * left / self.eval_steps
+        return eta, eta + extra, self._pass_seconds is None
 
     def view(self, now: float, *, live_rows: int | None = 10, max_rows: int | None = None) -> View:
         """An immutable picture of the run at ``now``.
@@ -496,49 +462,29 @@ class TrainingState:
                 rows = rows[:head] + (rows[-tail:] if tail else [])
             eta_train, eta_total, estimated = self._etas()
             return View(
-                kind=self._kind,
-                status=self._status,
-                status_text=self._status_text,
-                phase=self._phase,
-                epoch=self._epoch,
-                last_epoch=None if self._first_epoch is None else self._first_epoch + self._epochs - 1,
-                epochs_done=self._epochs_done,
-                epochs=self._epochs,
+                **{name: getattr(self, name) for name in _COPIED},
+                last_epoch=None if self._first_epoch is None else self._first_epoch + self.epochs - 1,
                 step_in_epoch=self.step_in_epoch,
-                steps_per_epoch=self._spe,
-                steps_done=self._global - self._first_global,
-                total_steps=self._epochs * self._spe,
-                global_step=self._global,
-                eval_step=self._eval_step,
-                eval_steps=self._eval_steps,
+                steps_done=self.global_step - self._first_global,
+                total_steps=self.epochs * self.steps_per_epoch,
                 elapsed=self._elapsed(now),
-                rate=self._rate,
-                eval_rate=self._eval_rate,
-                samples_per_step=self._samples_per_step,
                 eta_train=eta_train,
                 eta_total=eta_total,
                 eta_total_estimated=estimated,
-                loss=self._loss,
-                last_loss=self._last_loss,
-                lr=self._lr,
                 lr_changes=tuple(self._lr_changes),
                 columns=tuple(self._columns),
                 rows=tuple(rows),
                 rows_total=len(self._rows),
                 rows_omitted=omitted,
                 omitted_after=omitted_after,
-                error=self._error,
-                display_seconds=self._display_seconds,
-                validates=self._has_validation,
             )
 
     # ------------------------------------------------------------------ plot data
 
     def _plan(self) -> tuple[tuple[float, float], tuple[float, ...]]:
-        spe, first = self._spe, self._first_global
-        end = first + self._epochs * spe if self._epochs * spe > 0 else first + 1
-        marks = tuple(float(first + k * spe) for k in range(1, self._epochs)) if spe else ()
-        return (float(first), float(max(end, self._global))), marks
+        spe, first, planned = self.steps_per_epoch, self._first_global, self.epochs * self.steps_per_epoch
+        marks = tuple(float(first + k * spe) for k in range(1, self.epochs)) if spe else ()
+        return (float(first), float(max(first + planned if planned > 0 else first + 1, self.global_step))), marks
 
     def _all_series(self) -> dict[str, Buckets | Points]:
         found: dict[str, Buckets | Points] = {"loss": self._loss_series} if len(self._loss_series) else {}
@@ -549,9 +495,9 @@ class TrainingState:
 
     def _lr_tail(self) -> dict[str, float] | None:
         """The lr line runs on to the current step."""
-        if not len(self._lr_series) or self._lr is None or self._global <= self._lr_series.x[-1]:
+        if not len(self._lr_series) or self.lr is None or self.global_step <= self._lr_series.x[-1]:
             return None
-        return {"x": float(self._global), "y": self._lr}
+        return {"x": float(self.global_step), "y": self.lr}
 
     def _facts(self) -> dict[str, Any]:
         return {"metrics": tuple(self._evals), "loss_positive": self._loss_positive,

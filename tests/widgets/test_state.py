@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from nbcallback.widgets.clock import CheckScheduler, FakeClock, Throttle
 from nbcallback.widgets.series import Buckets, Points
 from nbcallback.widgets.state import TrainingState
 from tests.widgets._reader import Reader, short as _short
+from tests.widgets.conftest import FakeClock
 
 SEED_STATE = int(os.environ.get("NBCB_TEST_SEED", "0")) + 11
 
@@ -443,63 +443,14 @@ def test_a_negative_loss_switches_the_loss_panel_to_linear() -> None:
     assert not state.plot_data().loss_positive and not state.plot_delta(None)[0]["loss_positive"]
 
 
-# ---------------------------------------------------------------------- schedulers
+# ---------------------------------------------------------------------- clock checks
 
 
-def test_check_scheduler_reads_the_clock_about_twenty_times_per_second() -> None:
-    clock = FakeClock()
-    scheduler = CheckScheduler(period=0.05)
-    stride = scheduler.reset()
-    last = clock()
-    step_time = 0.002  # 2 ms per step: 25 steps per check
-    steps = 0
-    checks = 0
-    while steps < 5000:
-        steps += stride
-        clock.advance(stride * step_time)
-        now = clock()
-        checks += 1
-        stride = scheduler.next_stride(stride, now - last)
-        last = now
-    seconds = 5000 * step_time
-    assert stride == 25
-    assert checks <= seconds / 0.05 + 12  # ~20/s plus the ramp-up
-    assert clock.reads == checks + 1  # one read to start, then one per check
+def test_check_stride_aims_at_twenty_checks_per_second_and_grows_at_most_fourfold() -> None:
+    from nbcallback.widgets.base import _next_stride
 
-
-def test_check_scheduler_growth_is_bounded_and_reset_restarts() -> None:
-    scheduler = CheckScheduler(period=0.05, max_stride=100, max_growth=4)
-    assert scheduler.next_stride(1, 1e-6) == 4  # very fast steps: at most x4 per check
-    assert scheduler.next_stride(4, 1e-6) == 16
-    assert scheduler.next_stride(16, 1e-9) == 64
-    assert scheduler.next_stride(64, 1e-9) == 100
-    assert scheduler.next_stride(100, 10.0) == 1  # a slow phase: back to every step
-    assert scheduler.reset() == 1
-
-
-def test_throttle_allows_one_refresh_per_interval() -> None:
-    clock = FakeClock(0.0)
-    throttle = Throttle(interval=0.25)
-    assert throttle.due(clock())  # the first refresh is never held back
-    throttle.done(clock())
-    clock.advance(0.2)
-    assert not throttle.due(clock())
-    clock.advance(0.05)
-    assert throttle.due(clock())
-    sent = 0
-    clock = FakeClock(0.0)
-    throttle = Throttle(interval=0.25)
-    for _ in range(1000):  # 10 s of checks every 10 ms
-        if throttle.due(clock()):
-            throttle.done(clock())
-            sent += 1
-        clock.advance(0.01)
-    assert sent == throttle.refreshes and 38 <= sent <= 41  # 4 per second
-    with pytest.raises(ValueError):
-        Throttle(0)
-
-
-def test_fake_clock_is_monotonic() -> None:
-    clock = FakeClock()
-    with pytest.raises(ValueError):
-        clock.advance(-1)
+    assert _next_stride(10, 0.02) == 25  # 2 ms per step: a check every 25 steps
+    assert _next_stride(1, 1e-6) == 4  # very fast steps: at most x4 per check
+    assert _next_stride(4, 0.0) == 16
+    assert _next_stride(4096, 1e-9) == 4096  # bounded, so a slowdown is noticed
+    assert _next_stride(100, 10.0) == 1  # a slow phase: back to every step
