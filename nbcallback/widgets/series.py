@@ -38,9 +38,9 @@ def _max(a: float | None, b: float | None) -> float | None:
 
 
 class Buckets:
-    """Per-step values as at most ``max_points`` buckets: ``x`` (the bucket's last step), ``lo``/``hi`` (its raw
-    extremes) and ``y`` (the smoothed value at ``x``).  The bucket still filling is the ``tail``, resent until
-    closed.  Not thread-safe by itself (TrainingState's lock guards it).
+    """Per-step values as at most ``max_points`` buckets ``[k, x, lo, hi, y]``: the index on the grid of ``width``
+    steps, the last step, the raw extremes and the smoothed value at ``x``.  The last bucket is still filling
+    (the ``tail``, resent until closed).  Not thread-safe by itself (TrainingState's lock guards it).
     """
 
     def __init__(self, max_points: int = 1000, planned: int = 0) -> None:
@@ -53,74 +53,61 @@ class Buckets:
         self.gen = 0
         self.count = 0  # values added, to tell whether the tail changed
         self._origin: int | None = None
-        self._k: list[int] = []  # each closed bucket's index on the grid of ``width`` steps
-        self.x: list[float] = []
-        self.lo: list[float | None] = []
-        self.hi: list[float | None] = []
-        self.y: list[float | None] = []
-        self._tail: list[Any] | None = None  # [k, x, lo, hi, y]
+        self._rows: list[list[Any]] = []
 
     def __len__(self) -> int:
-        return len(self.x) + (self._tail is not None)
-
-    def _append(self, row: Sequence[Any]) -> None:
-        for column, value in zip((self._k, self.x, self.lo, self.hi, self.y), row):
-            column.append(value)
+        return len(self._rows)
 
     def add(self, x: int, raw: float, smooth: float | None) -> None:
         """The value of step ``x`` (steps only increase) and the smoothed value there."""
         if self._origin is None:
             self._origin = int(x)
         value, level = finite_or_none(raw), finite_or_none(smooth)
+        rows = self._rows
         k = (int(x) - self._origin) // self.width
-        tail = self._tail
-        if tail is not None and tail[0] != k:
-            self._append(tail)
-            self._tail = None
-            if len(self.x) >= self.max_points:  # room for the tail: at most max_points points in all
-                self._merge()
-                k = (int(x) - self._origin) // self.width
-                if self._k[-1] == k:  # after a merge the last bucket takes this step too
-                    self._tail = [self._k.pop(), self.x.pop(), self.lo.pop(), self.hi.pop(), self.y.pop()]
-        tail = self._tail
-        if tail is None:
-            self._tail = [k, float(x), value, value, level]
-        else:
+        if rows and rows[-1][0] != k and len(rows) >= self.max_points:  # closing the tail would leave no room
+            self._merge()
+            rows, k = self._rows, (int(x) - self._origin) // self.width
+        if rows and rows[-1][0] == k:
+            tail = rows[-1]
             tail[1:] = [float(x), _min(tail[2], value), _max(tail[3], value), level]
+        else:
+            rows.append([k, float(x), value, value, level])
         self.count += 1
 
     def _merge(self) -> None:
         """Double the width: merge neighbours on the coarser grid (a new generation)."""
         self.width *= 2
         self.gen += 1
-        rows = list(zip(self._k, self.x, self.lo, self.hi, self.y))
-        self._k, self.x, self.lo, self.hi, self.y = [], [], [], [], []
-        for k, x, lo, hi, y in rows:
-            if self._k and self._k[-1] == k // 2:
-                self.x[-1], self.y[-1] = x, y
-                self.lo[-1], self.hi[-1] = _min(self.lo[-1], lo), _max(self.hi[-1], hi)
+        merged: list[list[Any]] = []
+        for k, x, lo, hi, y in self._rows:
+            if merged and merged[-1][0] == k // 2:
+                merged[-1][1:] = [x, _min(merged[-1][2], lo), _max(merged[-1][3], hi), y]
             else:
-                self._append((k // 2, x, lo, hi, y))
+                merged.append([k // 2, x, lo, hi, y])
+        self._rows = merged
 
     def delta(self, cursor: Cursor | None) -> tuple[dict[str, Any] | None, Cursor]:
         """What a reader at ``cursor`` lacks (None when nothing changed; everything for cursor None),
         and its new cursor."""
         gen, sent, count = cursor if cursor is not None else (-1, 0, -1)
         start = sent if gen == self.gen else 0
-        new_cursor = (self.gen, len(self.x), self.count)
+        closed = max(0, len(self._rows) - 1)
+        new_cursor = (self.gen, closed, self.count)
         if gen == self.gen and count == self.count:  # the tail changes with every value added
             return None, new_cursor
-        tail = self._tail
-        if tail is not None:
-            lo, hi, y = _short(tail[2:])
-            tail = {"x": int(tail[1]), "lo": lo, "hi": hi, "y": y}
-        return {"gen": self.gen, "start": start, "x": [int(x) for x in self.x[start:]], "lo": _short(self.lo[start:]),
-                "hi": _short(self.hi[start:]), "y": _short(self.y[start:]), "tail": tail}, new_cursor
+        rows = self._rows[start:closed]
+        tail = None
+        if self._rows:
+            lo, hi, y = _short(self._rows[-1][2:])
+            tail = {"x": int(self._rows[-1][1]), "lo": lo, "hi": hi, "y": y}
+        return {"gen": self.gen, "start": start, "x": [int(row[1]) for row in rows],
+                "lo": _short([row[2] for row in rows]), "hi": _short([row[3] for row in rows]),
+                "y": _short([row[4] for row in rows]), "tail": tail}, new_cursor
 
     def points(self) -> dict[str, list[Any]]:
         """Every bucket, the tail included (for the final plot)."""
-        extra = [] if self._tail is None else [self._tail]
-        return {key: getattr(self, key) + [t[i] for t in extra] for i, key in enumerate(("x", "lo", "hi", "y"), 1)}
+        return {key: [row[i] for row in self._rows] for i, key in enumerate(("x", "lo", "hi", "y"), 1)}
 
 
 class Points:

@@ -26,12 +26,8 @@ _SMOOTHING_SHARE = 25
 
 @dataclass(frozen=True)
 class EvalRow:
-    """One evaluation: a table row and plot points.
-
-    ``epoch`` and ``step`` (the global training step) are None for a stand-alone ``Model.eval``; ``seconds`` is
-    the pass's duration when measured, ``elapsed`` the run's time so far, and ``partial`` marks a pass cut short
-    by a stop request (its numbers cover part of the validation set).
-    """
+    """One evaluation (a table row): ``epoch``/``step`` are None for ``Model.eval``, ``seconds`` the pass's
+    duration when measured, ``elapsed`` the run's time so far; ``partial``: a stop request cut the pass short."""
 
     epoch: int | None
     step: int | None
@@ -43,19 +39,12 @@ class EvalRow:
 
 @dataclass(frozen=True)
 class View:
-    """A consistent, immutable picture of a run for the renderers.
-
-    The less obvious fields: ``kind`` is ``'train'`` (train, fit) or ``'eval'`` (``Model.eval``), while ``phase``
-    is ``'eval'`` during fit's validation too.  ``epoch`` is ``cb_params.cur_epoch_num`` and ``last_epoch`` the
-    run's final epoch number (None before the first epoch); ``epochs_done`` leaves out a stopped, partial epoch;
-    ``step_in_epoch`` is 1-based (0 before the first step); ``global_step`` is ``cb_params.cur_step_num``.
-    ``rate`` and ``eval_rate`` are smoothed steps per second, None until measured; ``eta_total`` adds the
-    predicted evaluations to ``eta_train``, and ``eta_total_estimated`` says no evaluation has been timed yet.
-    ``lr_changes`` lists the ``(global step, lr)`` set through the controls.  ``rows`` are the last rows while
-    live, or a head and tail with ``rows_omitted`` rows left out after index ``omitted_after``.
-    ``display_seconds`` is the display's time on the training thread so far; ``validates``: fit has a
-    validation set.
-    """
+    """An immutable picture of a run for the renderers.  The less obvious fields: ``kind`` is ``'train'`` (train,
+    fit) or ``'eval'`` (``Model.eval``); ``phase`` is ``'eval'`` during fit's validation too; ``epochs_done`` leaves
+    out a stopped, partial epoch; ``rate``/``eval_rate`` are smoothed steps/s; ``eta_total`` adds the predicted
+    evaluations to ``eta_train`` (``eta_total_estimated``: none timed yet); ``rows`` are the last ones while live,
+    else a head and tail with ``rows_omitted`` left out after index ``omitted_after``; ``display_seconds``: the
+    display's time on the training thread."""
 
     kind: str
     status: str
@@ -107,12 +96,9 @@ class View:
 
 @dataclass(frozen=True)
 class PlotData:
-    """What the panels draw, for the final PNG.
-
-    ``x_range`` is the planned extent in global steps and ``epoch_marks`` the planned epoch boundaries.
-    ``series`` maps a data key to its columns: ``'loss'`` has ``x``, ``lo``, ``hi`` (each bucket's raw extremes)
-    and ``y`` (smoothed); ``'eval:<metric>'`` and ``'lr'`` have ``x`` and ``y``; None marks a missing value.
-    """
+    """What the panels draw, for the final PNG: the planned ``x_range`` and ``epoch_marks`` (global steps) and
+    ``series``: data key -> columns (``'loss'``: ``x``, ``lo``, ``hi``, ``y``; ``'eval:<metric>'``, ``'lr'``:
+    ``x``, ``y``; None for a missing value)."""
 
     x_range: tuple[float, float]
     epoch_marks: tuple[float, ...]
@@ -139,7 +125,8 @@ def _advance_rate(mark: tuple[float, int] | None, rate: float | None, now: float
     dt, ds = now - mark[0], step - mark[1]
     if ds <= 0 or dt <= 0:
         return mark, rate
-    return (now, step), ds / dt if rate is None else smoothing * ds / dt + (1 - smoothing) * rate
+    inst = ds / dt
+    return (now, step), inst if rate is None else smoothing * inst + (1 - smoothing) * rate
 
 
 #: The View fields that TrainingState keeps under the same (public, read-only) attribute names.
@@ -151,9 +138,8 @@ _COPIED = ("kind", "status", "status_text", "phase", "epoch", "epochs_done", "ep
 class TrainingState:
     """Counters, rates, ETAs, loss series and the evaluation table of one run (thread-safe: one lock).
 
-    The attributes named like :class:`View` fields (``status``, ``epoch``, ``global_step``, ``rate``, ...) and
-    ``version`` / ``plot_version`` (they grow with every change of the data, of what the plot shows) are for
-    reading; the methods change them.
+    The attributes named like :class:`View` fields (``status``, ``epoch``, ``global_step``, ``rate``, ...) are
+    for reading; the methods change them.
 
     Args:
         smoothing: the EMA factor of the smoothed loss (bias-corrected), at most: a run of fewer than 1,250
@@ -184,36 +170,21 @@ class TrainingState:
         with self._lock:
             self.kind = self.phase = "train"
             self.status, self.status_text = "starting", Msg("starting")
-            self._t_start: float | None = None
-            self._t_end: float | None = None
-            self._t_eval_start: float | None = None
-            self.epochs = self.steps_per_epoch = self._first_global = self.global_step = self.eval_step = 0
-            self.epoch: int | None = None
-            self._first_epoch: int | None = None
-            self.epochs_done = self._epochs_ended = self._epochs_validated = 0
-            self._epoch_open = self.validates = False
+            self.epochs = self.steps_per_epoch = self.global_step = self.eval_step = self.epochs_done = 0
+            self._first_global = self._epochs_ended = self._epochs_validated = self._avg_count = 0
+            self.epoch = self.eval_steps = self.rate = self.eval_rate = self.samples_per_step = None
+            self.loss = self.last_loss = self.lr = self.error = None
+            self._first_epoch = self._pass_seconds = self._train_mark = self._eval_mark = None
+            self._t_start = self._t_end = self._t_eval_start = None
+            self.validates = self._epoch_open = False
             self._eval_cut = False  # a stop request cut the current validation pass short
-            self.eval_steps: int | None = None
-            self._pass_seconds: float | None = None
-            self.rate: float | None = None
-            self.eval_rate: float | None = None
-            self._train_mark: tuple[float, int] | None = None
-            self._eval_mark: tuple[float, int] | None = None
-            self.samples_per_step: int | None = None
-            self._avg, self._avg_count, self._beta = 0.0, 0, self.smoothing
-            self.loss: float | None = None
-            self.last_loss: float | None = None
-            self.lr: float | None = None
-            self.error: str | None = None
-            self._loss_series = Buckets(self.max_points)
             self._loss_positive = True
+            self._avg, self._beta, self.display_seconds = 0.0, self.smoothing, 0.0
+            self._loss_series, self._lr_series = Buckets(self.max_points), Points(self.max_points)
             self._evals: dict[str, Points] = {}
-            self._lr_series = Points(self.max_points)
             self._rows: list[EvalRow] = []
             self._columns: list[str] = []
             self._lr_changes: list[tuple[int, float]] = []
-            self.display_seconds = 0.0
-            self.version = self.plot_version = 0
 
     def start(self, now: float, *, kind: str = "train", epochs: int = 1, steps_per_epoch: int = 0,
               first_global_step: int = 0, has_validation: bool = False, eval_steps: int | None = None,
@@ -248,10 +219,6 @@ class TrainingState:
             self.lr = _finite(lr)
             if self.lr is not None and kind == "train":
                 self._lr_series.add(self._first_global, self.lr)
-            if kind == "eval":
-                self._t_eval_start = now
-            self.version += 1
-            self.plot_version += 1
 
     def begin_epoch(self, epoch: int, now: float) -> None:
         """A training epoch starts (``epoch`` as ``cb_params.cur_epoch_num``)."""
@@ -278,9 +245,6 @@ class TrainingState:
                                                         self.rate_smoothing)
             if losses:
                 self._add_losses(self.global_step - len(losses) + 1, losses)
-            elif self.global_step > self._first_global + self.epochs * self.steps_per_epoch:
-                self.plot_version += 1  # past the plan: the x-range grows
-            self.version += 1
 
     def _add_losses(self, first_x: int, losses: Sequence[float]) -> None:
         beta, avg, count, level = self._beta, self._avg, self._avg_count, self.loss
@@ -294,7 +258,6 @@ class TrainingState:
             add(x, value, level)
         self._avg, self._avg_count, self.loss = avg, count, level
         self.last_loss = float(losses[-1])
-        self.plot_version += 1
 
     def begin_eval(self, now: float, total: int | None) -> None:
         """An evaluation pass of ``total`` steps starts (fit's validation)."""
@@ -313,7 +276,6 @@ class TrainingState:
             self.eval_step = int(step)
             self._eval_mark, self.eval_rate = _advance_rate(self._eval_mark, self.eval_rate, now, self.eval_step,
                                                             self.rate_smoothing)
-            self.version += 1
 
     def end_eval(self, now: float, complete: bool = True) -> float | None:
         """The evaluation pass ended; returns its duration.  A pass stopped early (``complete`` False) does not
@@ -350,8 +312,6 @@ class TrainingState:
                 number = _finite(value)
                 if number is not None:
                     self._evals.setdefault(name, Points(self.max_points)).add(x, number)
-                    self.plot_version += 1
-            self.version += 1
             return row
 
     def end_epoch(self, epoch: int, now: float, validated: bool) -> None:
@@ -364,7 +324,6 @@ class TrainingState:
             self._epochs_validated += bool(validated)
             if not self._eval_cut:
                 self.phase = "train"
-            self.version += 1
 
     def set_lr(self, lr: float | None, *, changed_at: int | None = None) -> None:
         """The current learning rate; ``changed_at`` (a global step) records a change made through the controls.
@@ -377,7 +336,6 @@ class TrainingState:
                 self._lr_changes.append((int(changed_at), value))
             if self._lr_series.last() != value:
                 self._lr_series.add(changed_at if changed_at is not None else self.global_step, value)
-                self.plot_version += 1
 
     def note_display_cost(self, seconds: float) -> None:
         """Add time the display took on the training thread (its overhead)."""
@@ -395,7 +353,6 @@ class TrainingState:
             self.status_text = text or (Msg(status) if status == "finished" else status)
             if self._t_eval_start is not None and self.phase == "eval" and self.kind == "train" and not self._eval_cut:
                 self.phase = "train"
-            self.version += 1
 
     # ------------------------------------------------------------------ reading
 
@@ -481,17 +438,18 @@ class TrainingState:
 
     # ------------------------------------------------------------------ plot data
 
-    def _plan(self) -> tuple[tuple[float, float], tuple[float, ...]]:
+    def _frame(self) -> dict[str, Any]:
+        """The planned x range and epoch marks (global steps), and the facts that choose the panels."""
         spe, first, planned = self.steps_per_epoch, self._first_global, self.epochs * self.steps_per_epoch
-        marks = tuple(float(first + k * spe) for k in range(1, self.epochs)) if spe else ()
-        return (float(first), float(max(first + planned if planned > 0 else first + 1, self.global_step))), marks
+        end = max(first + planned if planned > 0 else first + 1, self.global_step)
+        return {"x_range": [float(first), float(end)],
+                "epoch_marks": [float(first + k * spe) for k in range(1, self.epochs)] if spe else [],
+                "metrics": list(self._evals), "loss_positive": self._loss_positive,
+                "lr_changed": len(self._lr_series) > 1}
 
-    def _all_series(self) -> dict[str, Buckets | Points]:
-        found: dict[str, Buckets | Points] = {"loss": self._loss_series} if len(self._loss_series) else {}
-        found.update(("eval:" + name, points) for name, points in self._evals.items())
-        if len(self._lr_series):
-            found["lr"] = self._lr_series
-        return found
+    def _series(self) -> dict[str, Buckets | Points]:
+        found = {"loss": self._loss_series, **{"eval:" + name: p for name, p in self._evals.items()}}
+        return {key: series for key, series in {**found, "lr": self._lr_series}.items() if len(series)}
 
     def _lr_tail(self) -> dict[str, float] | None:
         """The lr line runs on to the current step."""
@@ -499,29 +457,24 @@ class TrainingState:
             return None
         return {"x": float(self.global_step), "y": self.lr}
 
-    def _facts(self) -> dict[str, Any]:
-        return {"metrics": tuple(self._evals), "loss_positive": self._loss_positive,
-                "lr_changed": len(self._lr_series) > 1}
-
     def plot_data(self) -> PlotData:
         """Every point of every series (at most ``max_points`` each), for the final PNG."""
         with self._lock:
-            x_range, marks = self._plan()
-            series = {key: s.points() for key, s in self._all_series().items()}
+            frame = self._frame()
+            series = {key: s.points() for key, s in self._series().items()}
             tail = self._lr_tail()
             if tail is not None:
                 series["lr"] = {"x": series["lr"]["x"] + [tail["x"]], "y": series["lr"]["y"] + [tail["y"]]}
-            return PlotData(x_range, marks, series, **self._facts())
+            return PlotData(tuple(frame["x_range"]), tuple(frame["epoch_marks"]), series, tuple(frame["metrics"]),
+                            frame["loss_positive"], frame["lr_changed"])
 
     def plot_delta(self, cursors: dict[str, Cursor] | None) -> tuple[dict[str, Any], dict[str, Cursor]]:
-        """What a reader holding ``cursors`` lacks: ``{"x_range", "epoch_marks", "metrics", "loss_positive",
-        "lr_changed", "series": {key: delta}}`` (changed series only), and the reader's new cursors.
-        ``cursors`` None: everything (a new view)."""
+        """What a reader holding ``cursors`` (None: nothing) lacks: ``{"x_range", "epoch_marks", "metrics",
+        "loss_positive", "lr_changed", "series": {key: delta}}`` (changed series only), and its new cursors."""
         with self._lock:
-            x_range, marks = self._plan()
             held = dict(cursors or {})
             deltas: dict[str, Any] = {}
-            for key, series in self._all_series().items():
+            for key, series in self._series().items():
                 delta, held[key] = series.delta(held.get(key) if cursors is not None else None)
                 if delta is not None:
                     deltas[key] = delta
@@ -529,10 +482,7 @@ class TrainingState:
             if lr_tail is not None:
                 empty = {"gen": self._lr_series.gen, "start": len(self._lr_series), "x": [], "y": []}
                 deltas.setdefault("lr", empty)["tail"] = lr_tail
-            facts = self._facts()
-            return {"x_range": list(x_range), "epoch_marks": list(marks), "metrics": list(facts["metrics"]),
-                    "loss_positive": facts["loss_positive"], "lr_changed": facts["lr_changed"],
-                    "series": deltas}, held
+            return {**self._frame(), "series": deltas}, held
 
     def has_plot_points(self) -> bool:
         """Whether a plot of the run would show anything (a loss or an evaluation point)."""

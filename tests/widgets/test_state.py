@@ -209,32 +209,35 @@ def test_eval_rows_feed_the_plot_series_and_skip_non_scalars() -> None:
     assert data.x_range == (0.0, 20.0) and data.epoch_marks == (10.0,)
 
 
-def test_plot_version_changes_with_the_plotted_data_only() -> None:
-    """Progress alone does not change what the panels show."""
+def test_plot_deltas_carry_the_plotted_data_only() -> None:
+    """Progress alone sends nothing for the panels."""
     clock = FakeClock()
     state = TrainingState()
     state.start(clock(), epochs=1, steps_per_epoch=10, has_validation=True, eval_steps=5)
     state.begin_epoch(1, clock())
-    seen, changes = state.plot_version, state.version
+    _, cursors = state.plot_delta(None)
+
+    def changed() -> set[str]:
+        nonlocal cursors
+        delta, cursors = state.plot_delta(cursors)
+        return set(delta["series"])
+
     state.record_steps(clock(), 3)  # steps without readable losses
     state.begin_eval(clock(), 5)
     state.record_eval_steps(clock(), 2)
-    assert state.plot_version == seen and state.version > changes
-    state.set_lr(0.1)  # the lr panel gets its first point
-    assert state.plot_version > seen
-    seen = state.plot_version
-    state.set_lr(0.1)  # read again at the next tick, unchanged: nothing new to draw
-    assert state.plot_version == seen
+    assert changed() == set()
     state.record_steps(clock(), 5, [1.0, 0.9])
-    assert state.plot_version > seen
-    seen = state.plot_version
+    assert changed() == {"loss"}
     state.add_eval_row(clock(), {"note": "text only"}, epoch=1, step=5)
-    assert state.plot_version == seen  # nothing to plot in that row
+    assert changed() == set()  # nothing to plot in that row
     state.add_eval_row(clock(), {"accuracy": 0.5}, epoch=1, step=5)
-    assert state.plot_version > seen
-    seen = state.plot_version
+    assert changed() == {"eval:accuracy"}
     state.record_steps(clock(), 12)  # past the planned 10 steps: the x-range grows
-    assert state.plot_version > seen and state.plot_data().x_range == (0.0, 12.0)
+    assert changed() == set() and state.plot_delta(cursors)[0]["x_range"] == [0.0, 12.0]
+    state.set_lr(0.1)  # the lr panel gets its first point
+    assert changed() == {"lr"}
+    state.set_lr(0.1)  # read again at the next tick, unchanged: nothing new to draw
+    assert changed() == set()
 
 
 # ---------------------------------------------------------------------- series and deltas
