@@ -1,11 +1,9 @@
 """``LiveCallback``: what ProgressBar, LiveLossPlot and Dashboard have in common.
 
-The step hooks only append the step's loss tensor and count down: no clock read, no ``.item()``.  When the count
-reaches zero the clock is read and the stride to the next check adapted (about 20 checks per second); once per
-refresh interval the losses are converted (one device synchronisation) and the view is refreshed.  Stop and lr
-requests (SIGINT, Stop button, lr box, code) only set attributes; the next step hook applies them on the training
-thread.  ``__exit__`` always ends the view with a static snapshot and the final PNG, and a display failure warns
-once and switches the display off: it never stops training.
+The step hooks only append the step's loss tensor and count down.  At zero the clock is read and the stride to the
+next check adapted (about 20 checks a second); once per refresh interval the losses are converted (one device
+synchronisation) and the view refreshed.  Stop and lr requests only set attributes, applied by the next step hook.
+``__exit__`` always ends with a static snapshot and the final PNG; a display failure warns once, never stops training.
 """
 from __future__ import annotations
 
@@ -32,20 +30,16 @@ from nbcallback.widgets.words import Msg, Words
 
 __all__ = ["LiveCallback"]
 
-#: A function returning seconds on a monotonic scale.
-Clock = Callable[[], float]
-
 _DISCARD = collections.deque(maxlen=0).append  # a C-level no-op "append"
 _CHECK_PERIOD = 0.05  # seconds between clock checks: well under one refresh interval
 _MAX_STRIDE = 4096  # a slowdown after very fast steps is noticed within this many steps
-
 #: Arguments of the PNG-in-the-kernel design (before 0.8), accepted with a warning.
 _REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
 
 
 def _next_stride(stride: int, seconds: float) -> int:
-    """Steps until the next clock check, given that the last ``stride`` steps took ``seconds``: about
-    ``_CHECK_PERIOD`` apart, growing at most 4x per check so a few fast steps cannot delay the next one long."""
+    """Steps to the next clock check when the last ``stride`` steps took ``seconds``: about ``_CHECK_PERIOD``
+    apart, growing at most 4x per check so a few fast steps cannot delay the next check long."""
     wanted = round(stride * _CHECK_PERIOD / seconds) if seconds > 0 else 4 * stride
     return max(1, min(wanted, 4 * stride, _MAX_STRIDE))
 
@@ -65,12 +59,9 @@ def _counted(hook: Callable[..., None]) -> Callable[..., None]:
 
 
 def _losses_to_floats(items: list[Any]) -> list[float]:
-    """The recorded ``net_outputs`` as floats, with at most one device synchronisation.
-
-    Like MindSpore's loss printing: a tuple's first element, a multi-element tensor's mean; NaN for what is not a
-    number.  One-element CPU tensors are read one by one (cheaper than stacking); the rest is stacked and copied
-    in one go.
-    """
+    """The recorded ``net_outputs`` as floats, with at most one device synchronisation: a tuple's first element,
+    a tensor's mean (as MindSpore prints losses), NaN for what is not a number.  One-element CPU tensors are read
+    one by one (cheaper than stacking); the rest is stacked and copied in one go."""
     if type(items[0]) is torch.Tensor and items[0].is_cpu:
         try:
             return [float(item.item()) for item in items]
@@ -134,7 +125,7 @@ class LiveCallback(Callback):
         smoothing: float = 0.98,
         max_points: int = 1000,
         lang: str | None = None,
-        clock: Clock | None = None,
+        clock: Callable[[], float] | None = None,
         **removed: Any,
     ) -> None:
         super().__init__()
@@ -152,64 +143,45 @@ class LiveCallback(Callback):
             raise ValueError(f"refresh_interval must be > 0, got {refresh_interval!r}")
         if live_rows < 0 or max_rows < 1:
             raise ValueError(f"live_rows must be >= 0 and max_rows >= 1, got {live_rows!r}, {max_rows!r}")
-        self.display = display
-        self.file = file
-        self.graceful_interrupt = bool(graceful_interrupt)
-        self.refresh_interval = refresh_interval
-        self.log_interval = float(log_interval)
-        self.live_rows = int(live_rows)
-        self.max_rows = int(max_rows)
+        self.display, self.file, self.graceful_interrupt = display, file, bool(graceful_interrupt)
+        self.refresh_interval, self.log_interval = refresh_interval, float(log_interval)
+        self.live_rows, self.max_rows = int(live_rows), int(max_rows)
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
-        self._clock: Clock = clock or time.monotonic
+        self._clock = clock or time.monotonic
         self._depth = 0
-        self._prepared = False
-        self._background = False
+        self._prepared = self._background = False
         self._init_run()
-        self._prepare_process()
+        try:  # in a kernel, import what the display needs now (matplotlib's fonts: 0.5-1 s), not at the run's end
+            if resolve_display(display, rank=int(os.environ.get("RANK") or 0), stream=file) == "widget":
+                import nbcallback.widgets.render_widget  # noqa: F401  (anywidget, ipywidgets)
 
-    def _prepare_process(self) -> None:
-        """In a notebook kernel, import what the display needs now (anywidget; matplotlib and its fonts: 0.5-1 s
-        once per kernel), so the end of a run does not pay it.  Nothing here can fail the callback."""
-        try:
-            if resolve_display(self.display, rank=int(os.environ.get("RANK") or 0), stream=self.file) != "widget":
-                return
-            import nbcallback.widgets.render_widget  # noqa: F401  (anywidget, ipywidgets)
+                if "plot" in self._PARTS:
+                    from nbcallback.widgets.plot import warm_up
 
-            if "plot" in self._PARTS:
-                from nbcallback.widgets.plot import warm_up
-
-                warm_up()
+                    warm_up()
         except (ImportError, OSError, ValueError, RuntimeError):  # reported when the run opens its view
-            return
+            pass
 
     def _init_run(self) -> None:
-        self.mode = "off"
-        self.renderer: Any = NullRenderer()
+        self.mode, self.renderer = "off", NullRenderer()
         self._shared: RunShared | None = None
+        self._train_ctx: RunContext | None = None
+        self._run_kind: str | None = None  # 'train' or 'eval' while a run is on
         self._siblings: tuple[LiveCallback, ...] = ()
         self._cb_params: Any = {}
-        self._train_ctx: RunContext | None = None
-        self._eval_ctx: RunContext | None = None
-        self._run_kind: str | None = None
         self._phase = "train"
         self._losses: list[Any] = []
         self._append = _DISCARD
         self._countdown = self._stride = 1
-        self._t_check = 0.0
-        self._interval = 1.0
-        self._t_refresh = -math.inf
         self._refreshes = 0
-        self._pending = False
+        self._t_check, self._t_refresh, self._interval = 0.0, -math.inf, 1.0
+        self._pending = self._display_failed = False
         self._pending_lr: float | None = None
         self._prestop: str | None = None
         self._final: tuple[str, str] | None = None
         self._t_end: float | None = None
-        self._last_eval: tuple[float | None, bool] = (None, False)
-        self._row_epoch: int | None = None  # the epoch whose validation row on_eval_end added
-        self._display_failed = False
         self._panels: dict[tuple[Any, ...], list[Panel]] = {}
         self.last_png: bytes | None = None
-        self._png_css_width: int | None = None
         #: Seconds the end of the last run took on the training thread (final PNG and snapshot).
         self.final_seconds = 0.0
 
@@ -265,30 +237,22 @@ class LiveCallback(Callback):
 
             support = describe_frontend_support(mode, self._background, kernel_supports_subshells())
             controls = "controls" in parts and bool(support["controls"])
-            if "controls" in parts:
-                key = str(support["hint"]) if controls or self.graceful_interrupt else ""
-            elif "progress" in parts and self.graceful_interrupt and not self._background:
+            key = ""
+            if "controls" in parts and (controls or self.graceful_interrupt):
+                key = str(support["hint"])
+            elif "controls" not in parts and "progress" in parts and self.graceful_interrupt and not self._background:
                 key = "hint_marimo" if host() == "marimo" else "hint_interrupt"  # no Stop button to mention
-            else:
-                key = ""
-            return WidgetRenderer(
-                parts if controls else parts - {"controls"},
-                panels_for=self._panels_for,
-                on_stop=(lambda: self.request_stop("button")) if controls else None,
-                on_lr=self.set_learning_rate if controls else None,
-                hint=self.words(key) if key else "",
-                w=self.words,
-                foreground=not self._background,
-            )
+            return WidgetRenderer(parts if controls else parts - {"controls"}, panels_for=self._panels_for,
+                                  on_stop=(lambda: self.request_stop("button")) if controls else None,
+                                  on_lr=self.set_learning_rate if controls else None,
+                                  hint=self.words(key) if key else "", w=self.words, foreground=not self._background)
         if mode in ("static", "final"):
             from nbcallback.widgets.render_widget import StaticRenderer
 
             return StaticRenderer(parts, live=mode == "static", w=self.words)
         if mode == "tty":
             return TTYRenderer(parts, self.file, self.words)
-        if mode == "log":
-            return LogRenderer(parts, self.file, self.log_interval, self.words)
-        return NullRenderer()
+        return LogRenderer(parts, self.file, self.log_interval, self.words) if mode == "log" else NullRenderer()
 
     def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
         """The plot panels for the run's facts (see :func:`~nbcallback.widgets.panels.default_panels`), built
@@ -333,14 +297,12 @@ class LiveCallback(Callback):
         if self._depth:
             raise RuntimeError(f"{type(self).__name__} is already in use by a running training")
         self._init_run()
-        self._siblings = tuple(siblings)
-        self._background = True
+        self._siblings, self._background = tuple(siblings), True
         self._open(rank=0)
         self._prepared = True
 
     def _start(self, kind: str, cb_params: Any, now: float) -> None:
-        self._cb_params = cb_params
-        self._run_kind = kind
+        self._cb_params, self._run_kind = cb_params, kind
         shared = cb_params.get(SHARED_KEY)
         if not isinstance(shared, RunShared):
             shared = cb_params[SHARED_KEY] = RunShared()
@@ -352,8 +314,7 @@ class LiveCallback(Callback):
             shared.request_stop(self._prestop)
             self._prestop = None
         if kind == "train":
-            valid = cb_params.get("valid_dataset")
-            eval_steps = None
+            valid, eval_steps = cb_params.get("valid_dataset"), None
             if valid is not None:
                 from nbcallback.train.model import dataset_size
 
@@ -371,26 +332,23 @@ class LiveCallback(Callback):
             self.state.start(now, kind="eval", eval_steps=int(cb_params.get("batch_num", 0)) or None)
         # Open after the state knows the run, so the controls start with the optimizer's lr.
         self._open(int(cb_params.get("rank_id", 0) or 0), plots=kind == "train")
-        self._phase = kind
-        self._restart_checks(now)
+        self._new_phase(kind, now)
         self._guard(lambda: self.renderer.event("start", self._live_view(now)))
 
-    def _restart_checks(self, now: float) -> None:
-        """A new phase: check the clock at the next step."""
-        self._countdown = self._stride = 1
+    def _new_phase(self, phase: str, now: float) -> None:
+        self._phase = phase
+        self._countdown = self._stride = 1  # check the clock at the next step
         self._t_check = now
 
     # ------------------------------------------------------------------ hooks
 
     @_counted
     def on_train_begin(self, run_context: RunContext) -> None:
-        """Start the run: resolve the display, open the view, install the SIGINT handler."""
         self._train_ctx = run_context
         self._start("train", run_context.original_args(), self._clock())
 
     @_counted
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
-        """Mark the epoch start (rates exclude the first step of an epoch)."""
         self.state.begin_epoch(int(self._cb_params.get("cur_epoch_num", 1)), self._clock())
         self._apply_pending(run_context, eval_phase=False)
 
@@ -403,19 +361,11 @@ class LiveCallback(Callback):
 
     @_counted
     def on_train_epoch_end(self, run_context: RunContext) -> None:
-        """Record the epoch and refresh (with the validation's row when a trainer sets ``eval_results`` only
-        after ``on_eval_end``)."""
-        cb_params, now = self._cb_params, self._clock()
+        now = self._clock()
         self._apply_pending(run_context, eval_phase=False)
         self._record(now)
-        epoch = int(cb_params.get("cur_epoch_num", 1))
-        results = cb_params.get("eval_results")
-        if results is not None and self._row_epoch != epoch:  # not added at the validation's end
-            seconds, partial = self._last_eval
-            self.state.add_eval_row(now, results, epoch=epoch, step=int(cb_params.get("cur_step_num", 0)),
-                                    seconds=seconds, partial=partial)
-        self._row_epoch = None
-        self.state.end_epoch(epoch, now, validated=results is not None)
+        epoch, validated = self._cb_params.get("cur_epoch_num", 1), self._cb_params.get("eval_results") is not None
+        self.state.end_epoch(int(epoch), now, validated=validated)
         self._refresh(now)
         self._guard(lambda: self.renderer.event("epoch_end", self._live_view(now)))
 
@@ -436,18 +386,15 @@ class LiveCallback(Callback):
     def on_eval_begin(self, run_context: RunContext) -> None:
         """fit's validation (a phase of the run) or a stand-alone ``Model.eval`` run."""
         now, cb_params = self._clock(), run_context.original_args()
-        self._eval_ctx = run_context
-        steps = int(cb_params.get("batch_num", 0)) or None
         if self._run_kind is None:
             self._start("eval", cb_params, now)
-            self.state.begin_eval(now, steps)
-            return
-        self._record(now, before_eval=True)
-        self._phase = "eval"
-        self.state.begin_eval(now, steps)
-        self._restart_checks(now)
-        self._apply_pending(run_context, eval_phase=True)
-        self._refresh(now)
+        else:
+            self._record(now, before_eval=True)
+            self._new_phase("eval", now)
+        self.state.begin_eval(now, int(cb_params.get("batch_num", 0)) or None)
+        if self._run_kind == "train":
+            self._apply_pending(run_context, eval_phase=True)
+            self._refresh(now)
 
     def on_eval_step_end(self, run_context: RunContext) -> None:
         """Hot path of evaluation steps: a counter only."""
@@ -457,34 +404,26 @@ class LiveCallback(Callback):
 
     @_counted
     def on_eval_end(self, run_context: RunContext) -> None:
-        """Time the evaluation pass and add its table row (fit's validation from ``cb_params.eval_results``)."""
+        """Time the evaluation pass and add its table row (fit's validation: ``cb_params.eval_results``, set
+        before ``on_eval_end`` as in MindSpore)."""
         cb_params, now = self._cb_params, self._clock()
         self._apply_pending(run_context, eval_phase=True)
         self.state.record_eval_steps(now, int(cb_params.get("cur_step_num", 0)))
         partial = run_context.get_stop_requested()
         seconds = self.state.end_eval(now, complete=not partial)
-        self._last_eval = (seconds, partial)
-        self._eval_ctx = None
         if self._run_kind == "eval":
             self._t_end = now
             self.state.add_eval_row(now, cb_params.get("metrics") or {}, epoch=None, step=None, seconds=seconds,
                                     partial=partial)
-            if self._shared is not None and self._shared.stop_where is not None:
-                self._final = ("stopped", self._shared.describe_stop())
-            else:
-                self._final = ("finished", Msg("finished"))
+            stopped = self._shared is not None and self._shared.stop_where is not None
+            self._final = ("stopped", self._shared.describe_stop()) if stopped else ("finished", Msg("finished"))
             return
-        self._phase = "train"
-        self._restart_checks(now)
-        results = cb_params.get("eval_results")
-        if results is not None:
-            # fit hands the validation's results to on_eval_end (as MindSpore does): the row, and after the last
-            # validation the final frame, need not wait for the other callbacks' epoch ends.
-            self._row_epoch = int(cb_params.get("cur_epoch_num", 1))
-            self.state.add_eval_row(now, results, epoch=self._row_epoch, step=self.state.global_step,
-                                    seconds=seconds, partial=partial)
+        self._new_phase("train", now)
+        if cb_params.get("eval_results") is not None:
+            self.state.add_eval_row(now, cb_params["eval_results"], epoch=int(cb_params.get("cur_epoch_num", 1)),
+                                    step=self.state.global_step, seconds=seconds, partial=partial)
 
-    # ------------------------------------------------------------------ the slow path
+    # ------------------------------------------------------------------ the slow path and refreshes
 
     @_counted
     def _slow_path(self, run_context: RunContext, eval_phase: bool) -> None:
@@ -506,9 +445,8 @@ class LiveCallback(Callback):
         cb_params, shared = self._cb_params, self._shared
         lr, self._pending_lr = self._pending_lr, None
         if lr is not None and cb_params.get("optimizer") is not None:
-            applied = apply_learning_rate(cb_params["optimizer"], lr)
             step = self.state.global_step if eval_phase else int(cb_params.get("cur_step_num", 0))
-            self.state.set_lr(applied, changed_at=step)
+            self.state.set_lr(apply_learning_rate(cb_params["optimizer"], lr), changed_at=step)
         if shared is not None and self._prestop is not None:
             shared.request_stop(self._prestop)
             self._prestop = None
@@ -527,11 +465,9 @@ class LiveCallback(Callback):
             self._train_ctx.request_stop()
         self._countdown = 0  # refresh at once so the status shows the stop
 
-    # ------------------------------------------------------------------ refreshing
-
     def _record(self, now: float, *, before_eval: bool = False) -> None:
         """Bring the state up to date, converting the pending losses (one synchronisation).  ``before_eval``: in
-        fit's ``on_eval_begin``, where ``cur_step_num`` is already 0 for the validation run."""
+        fit's ``on_eval_begin``, where ``cur_step_num`` is already 0 for the validation."""
         cb_params = self._cb_params
         if self._run_kind is None:
             return
@@ -543,17 +479,14 @@ class LiveCallback(Callback):
         losses = _losses_to_floats(items) if items and self.mode != "off" and not self._display_failed else []
         step = self.state.global_step + len(items) if before_eval else int(cb_params.get("cur_step_num", 0))
         self.state.record_steps(now, step, losses)
-        if self.state.samples_per_step is None:
+        if self.state.samples_per_step is None:  # the batch size, for samples/s
             element = cb_params.get("train_dataset_element")
-            if isinstance(element, (tuple, list)) and element:
-                element = element[0]
-            shape = getattr(element, "shape", None)
-            self.state.set_samples_per_step(int(shape[0]) if shape is not None and len(shape) else None)
+            shape = getattr(element[0] if isinstance(element, (tuple, list)) and element else element, "shape", None)
+            self.state.samples_per_step = int(shape[0]) if shape is not None and len(shape) and shape[0] else None
         self.state.set_lr(_get_lr(cb_params))
 
     def _refresh(self, now: float) -> None:
-        """Record and, at most once per interval (events too, so the front end gets <= 4 messages a second),
-        send what changed."""
+        """Record, and send what changed at most once per interval (events too: <= 4 messages a second)."""
         if self._run_kind is None:
             return
         self._record(now)
@@ -596,54 +529,47 @@ class LiveCallback(Callback):
             self.state.finish(now, *self._ending(exc))
             if self.mode != "off" and not self._display_failed:
                 started = time.perf_counter()
-                png = self._final_png() if self.state.kind == "train" else None
-                if png is not None:
-                    self.last_png = png
+                png, css_width = self._final_png() if self.state.kind == "train" else (None, None)
+                self.last_png = png or self.last_png
                 self._on_final_png(png)  # e.g. saves the PNG, which text renderers then name
                 view = self.state.view(now, live_rows=None, max_rows=self.max_rows)
-                css_width = self._png_css_width
                 self._guard(lambda: self.renderer.finish(view, png, self._shows_status(), css_width))
                 self.final_seconds = time.perf_counter() - started
         finally:
             if self._shared is not None:
                 self._shared.uninstall_signal(self)
             self._prepared = self._background = False
-            self._run_kind = self._train_ctx = self._eval_ctx = None
-            self._cb_params = {}
-            self._siblings = ()
-            self._losses = []
-            self._append = _DISCARD
+            self._run_kind = self._train_ctx = None
+            self._cb_params, self._siblings, self._losses, self._append = {}, (), [], _DISCARD
 
     def _wants_png(self) -> bool:
         """Whether this run ends with a PNG: a notebook snapshot (subclasses add ``save_path``)."""
         return self.mode in ("widget", "static", "final")
 
-    def _final_png(self) -> bytes | None:
-        """The final plot, drawn from the panels the browser drew; None without a plot or when drawing fails (a
-        warning says why)."""
-        self._png_css_width = None
-        if "plot" not in self._PARTS or not self._wants_png() or not self.state.has_plot_points():
-            return None
+    def _final_png(self) -> tuple[bytes | None, int | None]:
+        """The final plot, drawn from the panels the browser drew, and its CSS width; None without a plot or when
+        drawing fails (a warning says why)."""
+        data = self.state.plot_data() if "plot" in self._PARTS and self._wants_png() else None
+        if data is None or not set(data.series) - {"lr"}:
+            return None, None
         try:
             from nbcallback.widgets.plot import png_size, render_png
 
-            data = self.state.plot_data()
             panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
                                        "lr_changed": data.lr_changed})
             png = render_png(panels, data, self.words)
-            self._png_css_width = png_size(sum(any(line.key in data.series for line in p.lines) for p in panels))[0]
-            return png
+            return png, png_size(sum(any(line.key in data.series for line in p.lines) for p in panels))[0]
         except Exception as exc:  # matplotlib missing or broken: the snapshot still goes out
             warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the final plot could not be drawn "
                           f"({type(exc).__name__}: {exc}); the rest of the snapshot is shown.", RuntimeWarning,
                           stacklevel=3)
-            return None
+            return None, None
 
     def _on_final_png(self, png: bytes | None) -> None:
         """Hook for subclasses (LiveLossPlot saves the PNG to ``save_path``)."""
 
     def _ending(self, exc: BaseException | None) -> tuple[str, str, str | None]:
-        """(status, status text, error) of the run that ends with ``exc``."""
+        """(status, status text, error) of a run ending with ``exc``."""
         if exc is None:
             return (*(self._final or ("finished", Msg("finished"))), None)
         state = self.state
@@ -659,8 +585,6 @@ class LiveCallback(Callback):
         error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
         return "error", Msg("failed", error=type(exc).__name__, where=where), error[:500]
 
-    # ------------------------------------------------------------------ introspection
-
     def view(self) -> View:
         """The current state of the (last) run, e.g. for a custom report; ``status_text`` is in the callback's
         language (``lang=``)."""
@@ -669,8 +593,8 @@ class LiveCallback(Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""
-        dropped = ("renderer", "_shared", "_siblings", "_cb_params", "_train_ctx", "_eval_ctx", "_losses", "_append",
-                   "state", "_panels")
+        dropped = ("renderer", "_shared", "_siblings", "_cb_params", "_train_ctx", "_losses", "_append", "state",
+                   "_panels")
         return {key: value for key, value in self.__dict__.items() if key not in dropped}
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -231,12 +231,6 @@ class TrainingState:
             self._eval_cut = False
             self._train_mark = None  # the first step of an epoch includes the loader's start-up
 
-    def set_samples_per_step(self, samples: int | None) -> None:
-        """The batch size, to show samples/s next to it/s (first value wins)."""
-        with self._lock:
-            if self.samples_per_step is None and samples:
-                self.samples_per_step = int(samples)
-
     def record_steps(self, now: float, global_step: int, losses: Sequence[float] = ()) -> None:
         """Training reached ``global_step``; ``losses`` are the raw losses of the last ``len(losses)`` steps."""
         with self._lock:
@@ -483,11 +477,6 @@ class TrainingState:
                 empty = {"gen": self._lr_series.gen, "start": len(self._lr_series), "x": [], "y": []}
                 deltas.setdefault("lr", empty)["tail"] = lr_tail
             return {**self._frame(), "series": deltas}, held
-
-    def has_plot_points(self) -> bool:
-        """Whether a plot of the run would show anything (a loss or an evaluation point)."""
-        with self._lock:
-            return len(self._loss_series) > 0 or any(len(series) for series in self._evals.values())
 
     def loss_points(self) -> int:
         """How many raw loss values were recorded."""
