@@ -178,7 +178,7 @@ class LiveCallback(Callback):
         self._pending = self._display_failed = False
         self._pending_lr: float | None = None
         self._prestop: str | None = None
-        self._final: tuple[str, str] | None = None
+        self._callback_stop = False  # a callback called run_context.request_stop()
         self._t_end: float | None = None
         self._panels: dict[tuple[Any, ...], list[Panel]] = {}
         self.last_png: bytes | None = None
@@ -371,16 +371,10 @@ class LiveCallback(Callback):
 
     @_counted
     def on_train_end(self, run_context: RunContext) -> None:
-        """Decide how the run ended (the snapshot itself is drawn in ``__exit__``)."""
-        now = self._t_end = self._clock()
-        self._record(now)
-        if self._shared is not None and self._shared.stop_where is not None:
-            self._final = ("stopped", self._shared.describe_stop())
-        elif run_context.get_stop_requested():
-            where = Msg("where_epoch", epoch=self.state.epoch, step=self.state.step_in_epoch)
-            self._final = ("stopped", Msg("stopped_by_callback", where=where))
-        else:
-            self._final = ("finished", Msg("finished"))
+        """The run ends here (the snapshot itself is drawn in ``__exit__``)."""
+        self._t_end = self._clock()
+        self._record(self._t_end)
+        self._callback_stop = run_context.get_stop_requested()
 
     @_counted
     def on_eval_begin(self, run_context: RunContext) -> None:
@@ -415,8 +409,6 @@ class LiveCallback(Callback):
             self._t_end = now
             self.state.add_eval_row(now, cb_params.get("metrics") or {}, epoch=None, step=None, seconds=seconds,
                                     partial=partial)
-            stopped = self._shared is not None and self._shared.stop_where is not None
-            self._final = ("stopped", self._shared.describe_stop()) if stopped else ("finished", Msg("finished"))
             return
         self._new_phase("train", now)
         if cb_params.get("eval_results") is not None:
@@ -570,8 +562,6 @@ class LiveCallback(Callback):
 
     def _ending(self, exc: BaseException | None) -> tuple[str, str, str | None]:
         """(status, status text, error) of a run ending with ``exc``."""
-        if exc is None:
-            return (*(self._final or ("finished", Msg("finished"))), None)
         state = self.state
         if state.kind == "eval":
             where = Msg("where_step", step=state.eval_step)
@@ -579,6 +569,12 @@ class LiveCallback(Callback):
             where = Msg("where_nowhere")
         else:
             where = Msg("where_epoch", epoch=state.epoch, step=state.step_in_epoch)
+        if exc is None and self._shared is not None and self._shared.stop_where is not None:
+            return "stopped", self._shared.describe_stop(), None
+        if exc is None and self._callback_stop:
+            return "stopped", Msg("stopped_by_callback", where=where), None
+        if exc is None:
+            return "finished", Msg("finished"), None
         if isinstance(exc, KeyboardInterrupt):
             return "interrupted", Msg("interrupted", where=where), None
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

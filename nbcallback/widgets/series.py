@@ -1,10 +1,7 @@
-"""Bounded series for the live panels, sent to the front end as deltas.
+"""Bounded series for the live panels, sent to the front end as deltas (read by ``mergeDelta`` in dashboard.js).
 
-:class:`Buckets` holds the per-step loss as at most ``max_points`` buckets (min, max and smoothed value each;
-neighbours merge and the width doubles when full); :class:`Points` holds a few irregular points (evaluations,
-lr changes), thinned past ``max_points``.  A merge or a thinning starts a new *generation*, whose next delta
-starts again at index 0.  The wire format (``gen``, ``start``, ``x``, ``y``, ``lo``, ``hi``, ``tail``; None for
-a missing value) is the one ``mergeDelta`` in ``static/dashboard.js`` reads.
+A delta holds ``gen``, ``start``, ``x``, ``y`` (``lo``, ``hi``) and ``tail``, None for a missing value.  A merge or a
+thinning starts a new generation, whose next delta starts again at index 0.
 """
 from __future__ import annotations
 

@@ -136,10 +136,8 @@ _COPIED = ("kind", "status", "status_text", "phase", "epoch", "epochs_done", "ep
 
 
 class TrainingState:
-    """Counters, rates, ETAs, loss series and the evaluation table of one run (thread-safe: one lock).
-
-    The attributes named like :class:`View` fields (``status``, ``epoch``, ``global_step``, ``rate``, ...) are
-    for reading; the methods change them.
+    """Counters, rates, ETAs, loss series and the evaluation table of one run (thread-safe: one lock).  The
+    attributes named like :class:`View` fields (``status``, ``epoch``, ``global_step``, ...) are for reading.
 
     Args:
         smoothing: the EMA factor of the smoothed loss (bias-corrected), at most: a run of fewer than 1,250
@@ -156,14 +154,10 @@ class TrainingState:
             raise ValueError(f"smoothing must be in [0, 1), got {smoothing!r}")
         if not 0 < rate_smoothing <= 1:
             raise ValueError(f"rate_smoothing must be in (0, 1], got {rate_smoothing!r}")
-        if max_points < 2:
-            raise ValueError(f"max_points must be >= 2, got {max_points!r}")
-        self.smoothing = float(smoothing)
-        self.rate_smoothing = float(rate_smoothing)
-        self.max_points = int(max_points)
-        self.eval_cost_guess = float(eval_cost_guess)
+        self.smoothing, self.rate_smoothing = float(smoothing), float(rate_smoothing)
+        self.max_points, self.eval_cost_guess = int(max_points), float(eval_cost_guess)
         self._lock = threading.RLock()
-        self.reset()
+        self.reset()  # (its series check max_points)
 
     def reset(self) -> None:
         """Forget everything (a new run)."""
@@ -189,15 +183,11 @@ class TrainingState:
     def start(self, now: float, *, kind: str = "train", epochs: int = 1, steps_per_epoch: int = 0,
               first_global_step: int = 0, has_validation: bool = False, eval_steps: int | None = None,
               lr: float | None = None) -> None:
-        """Begin a run.
+        """Begin a run of ``kind`` ``'train'`` (train, fit) or ``'eval'`` (``Model.eval``).
 
         Args:
-            now: the current time.
-            kind: ``'train'`` (train and fit) or ``'eval'`` (``Model.eval``).
-            epochs, steps_per_epoch, first_global_step: ``cb_params.epoch_num``, ``batch_num`` and
-                ``cur_step_num`` before the first step.
-            has_validation: fit with a validation set (evaluations are predicted).
-            eval_steps: steps of one evaluation pass, when known.
+            epochs, steps_per_epoch, first_global_step: ``cb_params.epoch_num``, ``batch_num``, ``cur_step_num``.
+            has_validation, eval_steps: fit with a validation set (evaluations are predicted) of this many steps.
             lr: the learning rate of the first parameter group, when known.
         """
         if kind not in ("train", "eval"):
@@ -272,8 +262,8 @@ class TrainingState:
                                                             self.rate_smoothing)
 
     def end_eval(self, now: float, complete: bool = True) -> float | None:
-        """The evaluation pass ended; returns its duration.  A pass stopped early (``complete`` False) does not
-        predict the next ones, and the run's final picture keeps its eval phase and step."""
+        """The evaluation pass ended; returns its duration.  A pass stopped early (not ``complete``) does not
+        predict the next ones, and the final picture keeps its eval phase and step."""
         with self._lock:
             seconds = None if self._t_eval_start is None else max(0.0, now - self._t_eval_start)
             if complete and seconds is not None and self.eval_step:
@@ -289,11 +279,8 @@ class TrainingState:
 
     def add_eval_row(self, now: float, values: Mapping[str, Any], *, epoch: int | None, step: int | None,
                      seconds: float | None = None, partial: bool = False) -> EvalRow:
-        """Record one evaluation's results (a table row and plot points).
-
-        fit's ``eval_results`` hold ``eval_loss`` next to the metrics; when a ``'loss'`` metric equals it, both are
-        the mean validation loss, so ``eval_loss`` is left out (one column, one line).
-        """
+        """Record one evaluation's results (a table row and plot points).  When a ``'loss'`` metric equals fit's
+        ``eval_loss``, both are the mean validation loss: ``eval_loss`` is left out (one column, one line)."""
         with self._lock:
             loss, eval_loss = _finite(values.get("loss")), _finite(values.get("eval_loss"))
             same = loss is not None and eval_loss is not None and math.isclose(loss, eval_loss, rel_tol=1e-5)
@@ -396,10 +383,8 @@ class TrainingState:
         """An immutable picture of the run at ``now``.
 
         Args:
-            now: the current time.
             live_rows: keep only the last this-many table rows (the live view); None keeps all rows.
-            max_rows: with ``live_rows=None``, cap the table at this many rows: a tenth from the start, the rest
-                from the end, and the number left out in between.
+            max_rows: with ``live_rows=None``, at most this many rows: a tenth from the start, the rest from the end.
         """
         with self._lock:
             rows = self._rows
