@@ -322,12 +322,10 @@ class LiveCallback(Callback):
                     eval_steps = int(dataset_size(valid))
                 except (TypeError, ValueError, AttributeError):
                     pass
-            lr = _get_lr(cb_params)
             self.state.start(now, epochs=int(cb_params.get("epoch_num", 1)),
                              steps_per_epoch=int(cb_params.get("batch_num", 0)),
                              first_global_step=int(cb_params.get("cur_step_num", 0) or 0),
-                             has_validation=valid is not None, eval_steps=eval_steps,
-                             lr=float(lr) if lr is not None else None)
+                             has_validation=valid is not None, eval_steps=eval_steps, lr=_get_lr(cb_params))
         else:
             self.state.start(now, kind="eval", eval_steps=int(cb_params.get("batch_num", 0)) or None)
         # Open after the state knows the run, so the controls start with the optimizer's lr.

@@ -168,7 +168,7 @@ class TrainingState:
             self._first_global = self._epochs_ended = self._epochs_validated = self._avg_count = 0
             self.epoch = self.eval_steps = self.rate = self.eval_rate = self.samples_per_step = None
             self.loss = self.last_loss = self.lr = self.error = None
-            self._first_epoch = self._pass_seconds = self._train_mark = self._eval_mark = None
+            self._first_epoch = self._pass_seconds = self._train_mark = None
             self._t_start = self._t_end = self._t_eval_start = None
             self.validates = self._epoch_open = False
             self._eval_cut = False  # a stop request cut the current validation pass short
@@ -251,15 +251,14 @@ class TrainingState:
             if total:
                 self.eval_steps = int(total)
             self._t_eval_start = now
-            self._eval_mark = None
             self._eval_cut = False
 
     def record_eval_steps(self, now: float, step: int) -> None:
-        """The evaluation pass reached ``step`` (1-based within the pass)."""
+        """The evaluation pass reached ``step`` (1-based within the pass); its rate is the pass's average."""
         with self._lock:
             self.eval_step = int(step)
-            self._eval_mark, self.eval_rate = _advance_rate(self._eval_mark, self.eval_rate, now, self.eval_step,
-                                                            self.rate_smoothing)
+            if self._t_eval_start is not None and now > self._t_eval_start and self.eval_step:
+                self.eval_rate = self.eval_step / (now - self._t_eval_start)
 
     def end_eval(self, now: float, complete: bool = True) -> float | None:
         """The evaluation pass ended; returns its duration.  A pass stopped early (not ``complete``) does not
@@ -268,8 +267,6 @@ class TrainingState:
             seconds = None if self._t_eval_start is None else max(0.0, now - self._t_eval_start)
             if complete and seconds is not None and self.eval_step:
                 self._pass_seconds = seconds
-                if seconds > 0 and self.eval_rate is None:
-                    self.eval_rate = self.eval_step / seconds
             if self.kind == "train":
                 self._eval_cut = not complete
                 if complete:
