@@ -116,19 +116,6 @@ def _finite(value: Any) -> float | None:
         return None
 
 
-def _advance_rate(mark: tuple[float, int] | None, rate: float | None, now: float, step: int,
-                  smoothing: float) -> tuple[tuple[float, int] | None, float | None]:
-    """The next (mark, steps/s EMA) after reaching ``step`` at ``now``.  A phase's first measurement is only a
-    reference point: it includes warm-up (first batch, allocations), which Keras' ETA excludes too."""
-    if mark is None:
-        return (now, step), rate
-    dt, ds = now - mark[0], step - mark[1]
-    if ds <= 0 or dt <= 0:
-        return mark, rate
-    inst = ds / dt
-    return (now, step), inst if rate is None else smoothing * inst + (1 - smoothing) * rate
-
-
 #: The View fields that TrainingState keeps under the same (public, read-only) attribute names.
 _COPIED = ("kind", "status", "status_text", "phase", "epoch", "epochs_done", "epochs", "steps_per_epoch",
            "global_step", "eval_step", "eval_steps", "rate", "eval_rate", "samples_per_step", "loss", "last_loss",
@@ -224,24 +211,24 @@ class TrainingState:
     def record_steps(self, now: float, global_step: int, losses: Sequence[float] = ()) -> None:
         """Training reached ``global_step``; ``losses`` are the raw losses of the last ``len(losses)`` steps."""
         with self._lock:
-            self.global_step = int(global_step)
-            self._train_mark, self.rate = _advance_rate(self._train_mark, self.rate, now, self.global_step,
-                                                        self.rate_smoothing)
+            step, mark = int(global_step), self._train_mark
+            if mark is None or (step > mark[1] and now > mark[0]):  # a phase's first mark includes its warm-up
+                if mark is not None:
+                    inst, weight = (step - mark[1]) / (now - mark[0]), self.rate_smoothing
+                    self.rate = inst if self.rate is None else weight * inst + (1 - weight) * self.rate
+                self._train_mark = (now, step)
+            self.global_step = step
+            beta, avg, count, level = self._beta, self._avg, self._avg_count, self.loss
+            for x, value in enumerate(losses, start=step - len(losses) + 1):
+                if math.isfinite(value):  # a NaN step shows as a gap; it must not poison the average
+                    self._loss_positive = self._loss_positive and value > 0
+                    count += 1
+                    avg = beta * avg + (1 - beta) * value
+                    level = avg / (1 - beta**count)
+                self._loss_series.add(x, value, level)
+            self._avg, self._avg_count, self.loss = avg, count, level
             if losses:
-                self._add_losses(self.global_step - len(losses) + 1, losses)
-
-    def _add_losses(self, first_x: int, losses: Sequence[float]) -> None:
-        beta, avg, count, level = self._beta, self._avg, self._avg_count, self.loss
-        add = self._loss_series.add
-        for x, value in enumerate(losses, start=first_x):
-            if math.isfinite(value):  # a NaN step shows as a gap; it must not poison the average
-                self._loss_positive = self._loss_positive and value > 0
-                count += 1
-                avg = beta * avg + (1 - beta) * value
-                level = avg / (1 - beta**count)
-            add(x, value, level)
-        self._avg, self._avg_count, self.loss = avg, count, level
-        self.last_loss = float(losses[-1])
+                self.last_loss = float(losses[-1])
 
     def begin_eval(self, now: float, total: int | None) -> None:
         """An evaluation pass of ``total`` steps starts (fit's validation)."""
