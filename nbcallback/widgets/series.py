@@ -141,7 +141,8 @@ class Points:
         new_cursor = (self.gen, len(self.x), len(self.x))
         if gen == self.gen and sent == len(self.x):
             return None, new_cursor
-        return {"gen": self.gen, "start": start, "x": self.x[start:], "y": _short(self.y[start:]), "tail": None}, new_cursor
+        delta = {"gen": self.gen, "start": start, "x": self.x[start:], "y": _short(self.y[start:]), "tail": None}
+        return delta, new_cursor
 
     def points(self) -> dict[str, list[Any]]:
         """Every point (for the final plot)."""
