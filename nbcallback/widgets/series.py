@@ -1,20 +1,7 @@
-"""Bounded series for the live panels, sent to the front end as deltas.
+"""Bounded series for the live panels, sent to the front end as deltas (read by ``mergeDelta`` in dashboard.js).
 
-Two kinds, both capped at ``max_points`` whatever the run's length:
-
-* :class:`Buckets` -- one value per training step (the loss).  Steps are
-  grouped into buckets of ``width`` steps; a bucket keeps the minimum and
-  maximum of its raw values (a band, so spikes stay visible) and the smoothed
-  value at its last step (the line).  When there are more than ``max_points``
-  buckets, neighbours merge and the width doubles.
-* :class:`Points` -- a few irregular points (one per evaluation, one per
-  learning-rate change).  Past ``max_points``, every other point is dropped.
-
-Both hand out :meth:`delta` s: what a reader holding ``cursor`` lacks.  A merge
-or a thinning starts a new *generation*, and the next delta then starts again
-at index 0, so a reader never holds a mix of widths.  The wire format (keys
-``gen``, ``start``, ``x``, ``y``, ``lo``, ``hi``, ``tail``; ``None`` for a
-missing value) is the one the front end's ``mergeDelta`` reads.
+A delta holds ``gen``, ``start``, ``x``, ``y`` (``lo``, ``hi``) and ``tail``, None for a missing value.  A merge or a
+thinning starts a new generation, whose next delta starts again at index 0.
 """
 from __future__ import annotations
 
@@ -34,12 +21,8 @@ def finite_or_none(value: float | None) -> float | None:
     return float(value)
 
 
-def _round(value: float | None) -> float | None:
-    """Four significant digits: what a screen can show, and a third of the bytes on the wire."""
-    return None if value is None else float(f"{value:.4g}")
-
-
 def _short(values: Sequence[float | None]) -> list[float | None]:
+    """Four significant digits: what a screen can show, and a third of the bytes on the wire."""
     return [None if v is None else float(f"{v:.4g}") for v in values]
 
 
@@ -52,124 +35,80 @@ def _max(a: float | None, b: float | None) -> float | None:
 
 
 class Buckets:
-    """Per-step values as at most ``max_points`` (x, lo, hi, y) buckets.
-
-    ``x`` is a bucket's last step, ``lo``/``hi`` the extremes of its raw values
-    and ``y`` the smoothed value at ``x``.  The bucket still filling is the
-    ``tail``: sent each time, replaced by the reader, final once closed.
-
-    Not thread-safe by itself; :class:`~nbcallback.widgets.state.TrainingState`
-    guards it with its lock.
+    """Per-step values as at most ``max_points`` buckets ``[k, x, lo, hi, y]``: the index on the grid of ``width``
+    steps, the last step, the raw extremes and the smoothed value at ``x``.  The last bucket is still filling
+    (the ``tail``, resent until closed).  Not thread-safe by itself (TrainingState's lock guards it).
     """
 
     def __init__(self, max_points: int = 1000, planned: int = 0) -> None:
         if max_points < 2:
             raise ValueError(f"max_points must be >= 2, got {max_points!r}")
         self.max_points = int(max_points)
-        # Wide enough for the planned steps from the start: no merge (and no resend) unless the run
-        # goes past its plan.
-        self.width = 1
+        self.width = 1  # wide enough for the planned steps: no merge (and no resend) unless the run goes past
         while planned > self.width * self.max_points:
             self.width *= 2
         self.gen = 0
         self.count = 0  # values added, to tell whether the tail changed
         self._origin: int | None = None
-        self._k: list[int] = []  # each closed bucket's index on the grid of ``width`` steps
-        self.x: list[float] = []
-        self.lo: list[float | None] = []
-        self.hi: list[float | None] = []
-        self.y: list[float | None] = []
-        self._tail: list[Any] | None = None  # [k, x, lo, hi, y]
+        self._rows: list[list[Any]] = []
 
     def __len__(self) -> int:
-        return len(self.x) + (self._tail is not None)
+        return len(self._rows)
 
     def add(self, x: int, raw: float, smooth: float | None) -> None:
         """The value of step ``x`` (steps only increase) and the smoothed value there."""
         if self._origin is None:
             self._origin = int(x)
+        value, level = finite_or_none(raw), finite_or_none(smooth)
+        rows = self._rows
         k = (int(x) - self._origin) // self.width
-        value = finite_or_none(raw)
-        tail = self._tail
-        if tail is not None and tail[0] != k:
-            self._close(tail)  # may merge: the width, and so this step's bucket, can change
-            k = (int(x) - self._origin) // self.width
-            tail = None
-            if self._k and self._k[-1] == k:  # after a merge the last bucket takes this step too
-                tail = [self._k.pop(), self.x.pop(), self.lo.pop(), self.hi.pop(), self.y.pop()]
-                self._tail = tail
-        if tail is None:
-            self._tail = [k, float(x), value, value, finite_or_none(smooth)]
-        else:
-            tail[1] = float(x)
-            tail[2], tail[3] = _min(tail[2], value), _max(tail[3], value)
-            tail[4] = finite_or_none(smooth)
-        self.count += 1
-
-    def _close(self, tail: list[Any]) -> None:
-        self._k.append(tail[0])
-        self.x.append(tail[1])
-        self.lo.append(tail[2])
-        self.hi.append(tail[3])
-        self.y.append(tail[4])
-        if len(self.x) >= self.max_points:  # room for the tail: at most max_points points in all
+        if rows and rows[-1][0] != k and len(rows) >= self.max_points:  # closing the tail would leave no room
             self._merge()
+            rows, k = self._rows, (int(x) - self._origin) // self.width
+        if rows and rows[-1][0] == k:
+            tail = rows[-1]
+            tail[1:] = [float(x), _min(tail[2], value), _max(tail[3], value), level]
+        else:
+            rows.append([k, float(x), value, value, level])
+        self.count += 1
 
     def _merge(self) -> None:
         """Double the width: merge neighbours on the coarser grid (a new generation)."""
         self.width *= 2
         self.gen += 1
-        k, x, lo, hi, y = [], [], [], [], []
-        for i in range(len(self.x)):
-            grid = self._k[i] // 2
-            if k and k[-1] == grid:
-                x[-1], y[-1] = self.x[i], self.y[i]
-                lo[-1], hi[-1] = _min(lo[-1], self.lo[i]), _max(hi[-1], self.hi[i])
+        merged: list[list[Any]] = []
+        for k, x, lo, hi, y in self._rows:
+            if merged and merged[-1][0] == k // 2:
+                merged[-1][1:] = [x, _min(merged[-1][2], lo), _max(merged[-1][3], hi), y]
             else:
-                k.append(grid)
-                x.append(self.x[i])
-                lo.append(self.lo[i])
-                hi.append(self.hi[i])
-                y.append(self.y[i])
-        self._k, self.x, self.lo, self.hi, self.y = k, x, lo, hi, y
+                merged.append([k // 2, x, lo, hi, y])
+        self._rows = merged
 
     def delta(self, cursor: Cursor | None) -> tuple[dict[str, Any] | None, Cursor]:
-        """What a reader at ``cursor`` lacks (None when nothing changed), and its new cursor.
-
-        ``cursor`` None means the reader holds nothing (a new view): everything is sent.
-        """
+        """What a reader at ``cursor`` lacks (None when nothing changed; everything for cursor None),
+        and its new cursor."""
         gen, sent, count = cursor if cursor is not None else (-1, 0, -1)
         start = sent if gen == self.gen else 0
-        new_cursor = (self.gen, len(self.x), self.count)
-        # The tail changes with every value added, so anything new means a delta.
-        if gen == self.gen and count == self.count:
+        closed = max(0, len(self._rows) - 1)
+        new_cursor = (self.gen, closed, self.count)
+        if gen == self.gen and count == self.count:  # the tail changes with every value added
             return None, new_cursor
-        tail = self._tail
-        return {
-            "gen": self.gen,
-            "start": start,
-            "x": [int(x) for x in self.x[start:]],
-            "lo": _short(self.lo[start:]),
-            "hi": _short(self.hi[start:]),
-            "y": _short(self.y[start:]),
-            "tail": None if tail is None else {"x": int(tail[1]), "lo": _round(tail[2]), "hi": _round(tail[3]),
-                                               "y": _round(tail[4])},
-        }, new_cursor
+        rows = self._rows[start:closed]
+        tail = None
+        if self._rows:
+            lo, hi, y = _short(self._rows[-1][2:])
+            tail = {"x": int(self._rows[-1][1]), "lo": lo, "hi": hi, "y": y}
+        return {"gen": self.gen, "start": start, "x": [int(row[1]) for row in rows],
+                "lo": _short([row[2] for row in rows]), "hi": _short([row[3] for row in rows]),
+                "y": _short([row[4] for row in rows]), "tail": tail}, new_cursor
 
     def points(self) -> dict[str, list[Any]]:
         """Every bucket, the tail included (for the final plot)."""
-        tail = self._tail
-        extra = [] if tail is None else [tail]
-        return {
-            "x": self.x + [t[1] for t in extra],
-            "lo": self.lo + [t[2] for t in extra],
-            "hi": self.hi + [t[3] for t in extra],
-            "y": self.y + [t[4] for t in extra],
-        }
+        return {key: [row[i] for row in self._rows] for i, key in enumerate(("x", "lo", "hi", "y"), 1)}
 
 
 class Points:
-    """A few irregular ``(x, y)`` points, thinned to at most ``max_points``."""
+    """A few irregular ``(x, y)`` points, thinned to at most ``max_points`` (the first and newest stay)."""
 
     def __init__(self, max_points: int = 1000) -> None:
         if max_points < 2:
@@ -186,8 +125,7 @@ class Points:
         """Append a point (x never decreases)."""
         self.x.append(float(x))
         self.y.append(finite_or_none(y))
-        if len(self.x) > self.max_points:
-            # Keep the first and the newest; drop every other one in between.
+        if len(self.x) > self.max_points:  # drop every other point between the first and the newest
             self.x = self.x[:-1:2] + self.x[-1:]
             self.y = self.y[:-1:2] + self.y[-1:]
             self.gen += 1
@@ -203,14 +141,9 @@ class Points:
         new_cursor = (self.gen, len(self.x), len(self.x))
         if gen == self.gen and sent == len(self.x):
             return None, new_cursor
-        return {"gen": self.gen, "start": start, "x": self.x[start:], "y": _short(self.y[start:]), "tail": None}, new_cursor
+        delta = {"gen": self.gen, "start": start, "x": self.x[start:], "y": _short(self.y[start:]), "tail": None}
+        return delta, new_cursor
 
     def points(self) -> dict[str, list[Any]]:
         """Every point (for the final plot)."""
         return {"x": list(self.x), "y": list(self.y)}
-
-
-def extend_steps(series: Buckets, first_x: int, raw: Sequence[float], smooth: Sequence[float | None]) -> None:
-    """Add consecutive steps ``first_x, first_x + 1, ...`` with their raw and smoothed values."""
-    for offset, (value, level) in enumerate(zip(raw, smooth)):
-        series.add(first_x + offset, value, level)

@@ -17,7 +17,7 @@ import warnings
 
 import pytest
 
-from nbcallback.widgets.clock import FakeClock
+from tests.widgets.conftest import FakeClock
 from nbcallback.widgets.panels import Line, Panel, default_panels
 from nbcallback.widgets.plot import PANEL_HEIGHT, PANEL_WIDTH, cjk_fallback_fonts, render_png
 from nbcallback.widgets.state import TrainingState

@@ -63,3 +63,20 @@ class Ticker(Callback):
 @pytest.fixture(scope="session", autouse=True)
 def _print_seed() -> None:
     print(f"\nwidget tests: NBCB_TEST_SEED={SEED}")
+
+
+class FakeClock:
+    """A manually advanced monotonic clock that counts its reads (``clock()`` returns the time)."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = float(start)
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"a monotonic clock cannot go back (advance by {seconds})")
+        self.now += seconds

@@ -16,7 +16,7 @@ from torch import nn
 
 from nbcallback.train import Callback, Model
 from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar, resolve_display
-from nbcallback.widgets.clock import FakeClock
+from tests.widgets.conftest import FakeClock
 from nbcallback.widgets.controls import apply_learning_rate
 from tests.widgets.conftest import AtStep, Ticker, batches, new_model
 
@@ -68,14 +68,15 @@ def test_import_is_light() -> None:
 def test_clock_is_read_about_twenty_times_per_second_not_per_step() -> None:
     clock = FakeClock()
     model, _ = new_model()
-    bar = ProgressBar(display="text", file=io.StringIO(), clock=clock)
+    bar = ProgressBar(display="text", file=TTYString(), clock=clock)
     steps = 2000
     model.train(1, batches(steps), callbacks=[Ticker(clock, 0.002), bar])  # 2 ms per step = 4 s
     view = bar.view()
     assert view.steps_done == steps and view.status == "finished"
     # ~20 checks per second over 4 s plus a few per hook; far fewer than 2000 steps.
     assert clock.reads < 4 * 20 + 40, clock.reads
-    assert bar._scheduler.stride == 25
+    assert bar._stride == 25
+    assert 10 <= bar._refreshes <= 4 / 0.25 + 1  # one refresh per 0.25 s at most, and steadily
 
 
 class CountingTensor(torch.Tensor):
@@ -124,8 +125,8 @@ def test_losses_are_read_in_batches_at_refresh_ticks_only() -> None:
     CountingTensor.reads = 0
     steps = 1000
     model.train(1, batches(steps), callbacks=[Ticker(clock, 0.002), bar])
-    ticks = bar._text.refreshes + 3  # + the forced ones at epoch end, train end and the final record
-    print(f"device reads: {CountingTensor.reads} for {steps} steps ({bar._text.refreshes} refreshes)")
+    ticks = bar._refreshes + 3  # + the forced ones at epoch end, train end and the final record
+    print(f"device reads: {CountingTensor.reads} for {steps} steps ({bar._refreshes} refreshes)")
     assert CountingTensor.reads <= ticks + 2
     assert CountingTensor.reads < steps / 20
     assert bar.state.loss_points() == steps  # yet every step's loss is in the plot data

@@ -14,7 +14,7 @@ import pytest
 
 from nbcallback.train import Callback
 from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar
-from nbcallback.widgets.clock import FakeClock
+from tests.widgets.conftest import FakeClock
 from nbcallback.widgets.panels import Panel, default_panels
 from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import LogRenderer, TTYRenderer

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from nbcallback.widgets import Dashboard, LiveLossPlot
-from nbcallback.widgets.clock import FakeClock
+from tests.widgets.conftest import FakeClock
 from nbcallback.widgets.panels import Line, Panel, default_panels
 from nbcallback.widgets.plot import PANEL_HEIGHT, PANEL_WIDTH, png_size, render_png
 from nbcallback.widgets.render_html import plot_bundle, snapshot_bundle

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from nbcallback.widgets.clock import CheckScheduler, FakeClock, Throttle
 from nbcallback.widgets.series import Buckets, Points
 from nbcallback.widgets.state import TrainingState
 from tests.widgets._reader import Reader, short as _short
+from tests.widgets.conftest import FakeClock
 
 SEED_STATE = int(os.environ.get("NBCB_TEST_SEED", "0")) + 11
 
@@ -70,18 +70,19 @@ def test_total_eta_predicts_evaluations_then_uses_the_measured_pass() -> None:
     assert after.eta_total == pytest.approx(after.eta_train + 2 * 1.0, rel=1e-6)
 
 
-def test_valid_frequency_is_inferred_from_the_validated_epochs() -> None:
+def test_total_eta_predicts_validations_at_the_share_of_validated_epochs() -> None:
+    """fit(..., valid_frequency=2): after epochs 1 (not validated) and 2 (validated), epochs 3..6 are expected
+    to bring two more validations."""
     clock = FakeClock()
-    state = TrainingState()
-    state.start(clock(), epochs=6, steps_per_epoch=10, has_validation=True, eval_steps=5)
-    step = _train_epoch(state, clock, 1, 10, 0.01, 0)
+    state = TrainingState(eval_cost_guess=1.0)
+    state.start(clock(), epochs=6, steps_per_epoch=100, has_validation=True, eval_steps=5)
+    step = _train_epoch(state, clock, 1, 100, 0.01, 0)  # 100 it/s: a guessed pass of 5 steps takes 0.05 s
     state.end_epoch(1, clock(), validated=False)
-    assert state.inferred_valid_frequency() == 2
-    step = _train_epoch(state, clock, 2, 10, 0.01, step)
+    _train_epoch(state, clock, 2, 100, 0.01, step)
     state.end_epoch(2, clock(), validated=True)
-    assert state.inferred_valid_frequency() == 2
-    # epochs 3..6 left; validations predicted after 4 and 6.
-    assert state._remaining_evals() == 2
+    view = state.view(clock())
+    assert view.eta_train == pytest.approx(4.0) and view.eta_total_estimated
+    assert view.eta_total - view.eta_train == pytest.approx(2 * 0.05)
 
 
 def test_eval_only_run_has_its_own_bar_and_eta() -> None:
@@ -208,32 +209,35 @@ def test_eval_rows_feed_the_plot_series_and_skip_non_scalars() -> None:
     assert data.x_range == (0.0, 20.0) and data.epoch_marks == (10.0,)
 
 
-def test_plot_version_changes_with_the_plotted_data_only() -> None:
-    """Progress alone does not change what the panels show."""
+def test_plot_deltas_carry_the_plotted_data_only() -> None:
+    """Progress alone sends nothing for the panels."""
     clock = FakeClock()
     state = TrainingState()
     state.start(clock(), epochs=1, steps_per_epoch=10, has_validation=True, eval_steps=5)
     state.begin_epoch(1, clock())
-    seen, changes = state.plot_version, state.version
+    _, cursors = state.plot_delta(None)
+
+    def changed() -> set[str]:
+        nonlocal cursors
+        delta, cursors = state.plot_delta(cursors)
+        return set(delta["series"])
+
     state.record_steps(clock(), 3)  # steps without readable losses
     state.begin_eval(clock(), 5)
     state.record_eval_steps(clock(), 2)
-    assert state.plot_version == seen and state.version > changes
-    state.set_lr(0.1)  # the lr panel gets its first point
-    assert state.plot_version > seen
-    seen = state.plot_version
-    state.set_lr(0.1)  # read again at the next tick, unchanged: nothing new to draw
-    assert state.plot_version == seen
+    assert changed() == set()
     state.record_steps(clock(), 5, [1.0, 0.9])
-    assert state.plot_version > seen
-    seen = state.plot_version
+    assert changed() == {"loss"}
     state.add_eval_row(clock(), {"note": "text only"}, epoch=1, step=5)
-    assert state.plot_version == seen  # nothing to plot in that row
+    assert changed() == set()  # nothing to plot in that row
     state.add_eval_row(clock(), {"accuracy": 0.5}, epoch=1, step=5)
-    assert state.plot_version > seen
-    seen = state.plot_version
+    assert changed() == {"eval:accuracy"}
     state.record_steps(clock(), 12)  # past the planned 10 steps: the x-range grows
-    assert state.plot_version > seen and state.plot_data().x_range == (0.0, 12.0)
+    assert changed() == set() and state.plot_delta(cursors)[0]["x_range"] == [0.0, 12.0]
+    state.set_lr(0.1)  # the lr panel gets its first point
+    assert changed() == {"lr"}
+    state.set_lr(0.1)  # read again at the next tick, unchanged: nothing new to draw
+    assert changed() == set()
 
 
 # ---------------------------------------------------------------------- series and deltas
@@ -442,63 +446,14 @@ def test_a_negative_loss_switches_the_loss_panel_to_linear() -> None:
     assert not state.plot_data().loss_positive and not state.plot_delta(None)[0]["loss_positive"]
 
 
-# ---------------------------------------------------------------------- schedulers
+# ---------------------------------------------------------------------- clock checks
 
 
-def test_check_scheduler_reads_the_clock_about_twenty_times_per_second() -> None:
-    clock = FakeClock()
-    scheduler = CheckScheduler(period=0.05)
-    stride = scheduler.reset()
-    last = clock()
-    step_time = 0.002  # 2 ms per step: 25 steps per check
-    steps = 0
-    checks = 0
-    while steps < 5000:
-        steps += stride
-        clock.advance(stride * step_time)
-        now = clock()
-        checks += 1
-        stride = scheduler.next_stride(stride, now - last)
-        last = now
-    seconds = 5000 * step_time
-    assert stride == 25
-    assert checks <= seconds / 0.05 + 12  # ~20/s plus the ramp-up
-    assert clock.reads == checks + 1  # one read to start, then one per check
+def test_check_stride_aims_at_twenty_checks_per_second_and_grows_at_most_fourfold() -> None:
+    from nbcallback.widgets.base import _next_stride
 
-
-def test_check_scheduler_growth_is_bounded_and_reset_restarts() -> None:
-    scheduler = CheckScheduler(period=0.05, max_stride=100, max_growth=4)
-    assert scheduler.next_stride(1, 1e-6) == 4  # very fast steps: at most x4 per check
-    assert scheduler.next_stride(4, 1e-6) == 16
-    assert scheduler.next_stride(16, 1e-9) == 64
-    assert scheduler.next_stride(64, 1e-9) == 100
-    assert scheduler.next_stride(100, 10.0) == 1  # a slow phase: back to every step
-    assert scheduler.reset() == 1
-
-
-def test_throttle_allows_one_refresh_per_interval() -> None:
-    clock = FakeClock(0.0)
-    throttle = Throttle(interval=0.25)
-    assert throttle.due(clock())  # the first refresh is never held back
-    throttle.done(clock())
-    clock.advance(0.2)
-    assert not throttle.due(clock())
-    clock.advance(0.05)
-    assert throttle.due(clock())
-    sent = 0
-    clock = FakeClock(0.0)
-    throttle = Throttle(interval=0.25)
-    for _ in range(1000):  # 10 s of checks every 10 ms
-        if throttle.due(clock()):
-            throttle.done(clock())
-            sent += 1
-        clock.advance(0.01)
-    assert sent == throttle.refreshes and 38 <= sent <= 41  # 4 per second
-    with pytest.raises(ValueError):
-        Throttle(0)
-
-
-def test_fake_clock_is_monotonic() -> None:
-    clock = FakeClock()
-    with pytest.raises(ValueError):
-        clock.advance(-1)
+    assert _next_stride(10, 0.02) == 25  # 2 ms per step: a check every 25 steps
+    assert _next_stride(1, 1e-6) == 4  # very fast steps: at most x4 per check
+    assert _next_stride(4, 0.0) == 16
+    assert _next_stride(4096, 1e-9) == 4096  # bounded, so a slowdown is noticed
+    assert _next_stride(100, 10.0) == 1  # a slow phase: back to every step
