@@ -16,6 +16,7 @@ __all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "release_comm_routi
 
 SHARED_KEY = "nbcallback_widgets"
 
+
 class RunShared:
     """What the callbacks of one run share: who to poke, why and where the run stopped, the SIGINT handler."""
 
