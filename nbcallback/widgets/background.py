@@ -25,7 +25,8 @@ class BackgroundRun:
         self._call = lambda: target(*args, **kwargs)
         self.callbacks: list[LiveCallback] = []
         for value in [*args, *kwargs.values()]:
-            for item in value if isinstance(value, (list, tuple)) else [value]:
+            items = value if isinstance(value, (list, tuple)) else [value]  # callbacks=[...] or one callback
+            for item in items:
                 if isinstance(item, LiveCallback) and item not in self.callbacks:
                     self.callbacks.append(item)
         self._done = threading.Event()

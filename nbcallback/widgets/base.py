@@ -67,20 +67,33 @@ def _losses_to_floats(items: list[Any]) -> list[float]:
             return [float(item.item()) for item in items]
         except (AttributeError, RuntimeError, TypeError, ValueError):
             pass  # a tuple, a multi-element tensor, a number: the general rule below
-    scalars = []
+    scalars: list[Any] = []
     for item in items:
         if isinstance(item, (tuple, list)) and item:
             item = item[0]
-        if not isinstance(item, torch.Tensor):
+        if isinstance(item, torch.Tensor):
+            item = item.detach()
+            scalars.append(item.reshape(()) if item.numel() == 1 else item.float().mean())
+        else:
             try:
-                item = torch.tensor(float(item))
+                scalars.append(float(item))
             except (TypeError, ValueError):
-                item = torch.tensor(math.nan)
-        item = item.detach().float()
-        scalars.append(item.reshape(()) if item.numel() == 1 else item.mean())
-    if len({t.device for t in scalars}) > 1:
-        scalars = [t.cpu() for t in scalars]
-    return torch.stack(scalars).cpu().tolist()
+                scalars.append(math.nan)
+    on_device = [x for x in scalars if isinstance(x, torch.Tensor) and not x.is_cpu]
+    if on_device:  # one copy for all of them
+        if len({x.device for x in on_device}) > 1:
+            on_device = [x.cpu() for x in on_device]
+        copied = iter(torch.stack([x.float() for x in on_device]).cpu().tolist())
+        scalars = [next(copied) if isinstance(x, torch.Tensor) and not x.is_cpu else x for x in scalars]
+    return [float(x) for x in scalars]
+
+
+def _batch_size(element: Any) -> int | None:
+    """The leading dimension of a batch's first tensor (for samples/s)."""
+    if isinstance(element, (tuple, list)) and element:
+        element = element[0]
+    shape = getattr(element, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) > 0 else None
 
 
 def _get_lr(cb_params: Any) -> float | None:
@@ -143,9 +156,13 @@ class LiveCallback(Callback):
             raise ValueError(f"refresh_interval must be > 0, got {refresh_interval!r}")
         if live_rows < 0 or max_rows < 1:
             raise ValueError(f"live_rows must be >= 0 and max_rows >= 1, got {live_rows!r}, {max_rows!r}")
-        self.display, self.file, self.graceful_interrupt = display, file, bool(graceful_interrupt)
-        self.refresh_interval, self.log_interval = refresh_interval, float(log_interval)
-        self.live_rows, self.max_rows = int(live_rows), int(max_rows)
+        self.display = display
+        self.file = file
+        self.graceful_interrupt = bool(graceful_interrupt)
+        self.refresh_interval = refresh_interval
+        self.log_interval = float(log_interval)
+        self.live_rows = int(live_rows)
+        self.max_rows = int(max_rows)
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
         self._clock = clock or time.monotonic
         self._depth = 0
@@ -163,7 +180,8 @@ class LiveCallback(Callback):
             pass
 
     def _init_run(self) -> None:
-        self.mode, self.renderer = "off", NullRenderer()
+        self.mode = "off"
+        self.renderer: Any = NullRenderer()
         self._shared: RunShared | None = None
         self._train_ctx: RunContext | None = None
         self._run_kind: str | None = None  # 'train' or 'eval' while a run is on
@@ -174,7 +192,9 @@ class LiveCallback(Callback):
         self._append = _DISCARD
         self._countdown = self._stride = 1
         self._refreshes = 0
-        self._t_check, self._t_refresh, self._interval = 0.0, -math.inf, 1.0
+        self._t_check = 0.0  # the last clock check
+        self._t_refresh = -math.inf  # the last refresh
+        self._interval = 1.0  # seconds between refreshes (set when the renderer opens)
         self._pending = self._display_failed = False
         self._pending_lr: float | None = None
         self._prestop: str | None = None
@@ -468,11 +488,8 @@ class LiveCallback(Callback):
         self._append = self._losses.append
         losses = _losses_to_floats(items) if items and self.mode != "off" and not self._display_failed else []
         step = self.state.global_step + len(items) if before_eval else int(cb_params.get("cur_step_num", 0))
-        self.state.record_steps(now, step, losses)
-        if self.state.samples_per_step is None:  # the batch size, for samples/s
-            element = cb_params.get("train_dataset_element")
-            shape = getattr(element[0] if isinstance(element, (tuple, list)) and element else element, "shape", None)
-            self.state.samples_per_step = int(shape[0]) if shape is not None and len(shape) and shape[0] else None
+        batch = _batch_size(cb_params.get("train_dataset_element"))
+        self.state.record_steps(now, step, losses, samples_per_step=batch)
         self.state.set_lr(_get_lr(cb_params))
 
     def _refresh(self, now: float) -> None:
@@ -530,7 +547,10 @@ class LiveCallback(Callback):
                 self._shared.uninstall_signal(self)
             self._prepared = self._background = False
             self._run_kind = self._train_ctx = None
-            self._cb_params, self._siblings, self._losses, self._append = {}, (), [], _DISCARD
+            self._cb_params = {}
+            self._siblings = ()
+            self._losses = []
+            self._append = _DISCARD
 
     def _wants_png(self) -> bool:
         """Whether this run ends with a PNG: a notebook snapshot (subclasses add ``save_path``)."""
@@ -548,7 +568,8 @@ class LiveCallback(Callback):
             panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
                                        "lr_changed": data.lr_changed})
             png = render_png(panels, data, self.words)
-            return png, png_size(sum(any(line.key in data.series for line in p.lines) for p in panels))[0]
+            drawn = [panel for panel in panels if any(line.key in data.series for line in panel.lines)]
+            return png, png_size(len(drawn))[0]
         except Exception as exc:  # matplotlib missing or broken: the snapshot still goes out
             warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the final plot could not be drawn "
                           f"({type(exc).__name__}: {exc}); the rest of the snapshot is shown.", RuntimeWarning,

@@ -15,6 +15,8 @@ from nbcallback.widgets.words import Msg
 __all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "release_comm_routing", "SHARED_KEY"]
 
 SHARED_KEY = "nbcallback_widgets"
+#: Where a stop request came from -> the message naming it.
+_SOURCES = {"interrupt": "source_interrupt", "button": "source_button", "code": "source_code"}
 
 
 class RunShared:
@@ -41,7 +43,10 @@ class RunShared:
     def describe_stop(self) -> str:
         """``"stopped by user at epoch 2, step 312 (Stop button)"``, as a :class:`Msg`."""
         reason = self.stop_reason or ""
-        source = Msg(f"source_{reason}") if reason in ("interrupt", "button", "code") else reason or Msg("source_user")
+        if reason in _SOURCES:
+            source = Msg(_SOURCES[reason])
+        else:
+            source = reason or Msg("source_user")  # a caller's own short text
         if self.stop_where is None:
             return Msg("stopped_by_user_plain", source=source)
         epoch, step, eval_step = self.stop_where

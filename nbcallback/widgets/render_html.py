@@ -95,7 +95,7 @@ def _table_html(grid: dict[str, Any]) -> str:
     head = "".join(f'<th style="{_CELL}">{escape(h)}</th>' for h in grid["header"])
     body = ""
     for cells in grid["rows"]:
-        if len(cells) == 1:  # the "rows omitted" line
+        if len(cells) != len(grid["header"]):  # the "rows omitted" line
             body += f'<tr><td colspan="{len(grid["header"])}" style="text-align:center">{escape(cells[0])}</td></tr>'
         else:
             body += "<tr>" + "".join(f'<td style="{_CELL}">{escape(c)}</td>' for c in cells) + "</tr>"

@@ -106,7 +106,8 @@ def run_summary(view: View, w: Words = words) -> str:
 
 
 def table(view: View, w: Words = words) -> tuple[list[str], list[list[str]]]:
-    """The metrics table: its header and rows; the "rows omitted" line is a row of one cell."""
+    """The metrics table: its header and rows; the "rows omitted" line (in the middle of a capped table) is a row
+    of one cell."""
     train = view.kind == "train"
     header = ([w("col_epoch"), w("col_step")] if train else []) + list(view.columns) + [w("col_time")]
     rows = []
@@ -124,10 +125,13 @@ def table(view: View, w: Words = words) -> tuple[list[str], list[list[str]]]:
 def text_table(view: View, w: Words = words) -> list[str]:
     """The metrics table as right-aligned plain-text lines, the header first."""
     header, rows = table(view, w)
-    cells = [row for row in rows if len(row) > 1]
-    widths = [max(len(text) for text in column) for column in zip(header, *cells)]
-    return ["  ".join(text.rjust(width) for text, width in zip(row, widths)) if len(row) > 1 else row[0]
-            for row in [header] + rows]
+    full = [row for row in rows if len(row) == len(header)]  # not the "rows omitted" line
+    widths = [max(len(text) for text in column) for column in zip(header, *full)]
+    lines = []
+    for row in [header] + rows:
+        aligned = len(row) == len(header)
+        lines.append("  ".join(text.rjust(width) for text, width in zip(row, widths)) if aligned else row[0])
+    return lines
 
 
 class NullRenderer:

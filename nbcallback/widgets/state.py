@@ -41,10 +41,10 @@ class EvalRow:
 class View:
     """An immutable picture of a run for the renderers.  The less obvious fields: ``kind`` is ``'train'`` (train,
     fit) or ``'eval'`` (``Model.eval``); ``phase`` is ``'eval'`` during fit's validation too; ``epochs_done`` leaves
-    out a stopped, partial epoch; ``rate``/``eval_rate`` are smoothed steps/s; ``eta_total`` adds the predicted
-    evaluations to ``eta_train`` (``eta_total_estimated``: none timed yet); ``rows`` are the last ones while live,
-    else a head and tail with ``rows_omitted`` left out after index ``omitted_after``; ``display_seconds``: the
-    display's time on the training thread."""
+    out a stopped, partial epoch; ``rate`` is smoothed training steps/s, ``eval_rate`` the pass's average steps/s;
+    ``eta_total`` adds the predicted evaluations to ``eta_train`` (``eta_total_estimated``: none timed yet);
+    ``rows`` are the last ones while live, else a head and tail with ``rows_omitted`` left out after index
+    ``omitted_after``; ``display_seconds``: the display's time on the training thread."""
 
     kind: str
     status: str
@@ -116,7 +116,7 @@ def _finite(value: Any) -> float | None:
         return None
 
 
-#: The View fields that TrainingState keeps under the same (public, read-only) attribute names.
+#: The View fields that TrainingState keeps under the same attribute names (read them; its methods write them).
 _COPIED = ("kind", "status", "status_text", "phase", "epoch", "epochs_done", "epochs", "steps_per_epoch",
            "global_step", "eval_step", "eval_steps", "rate", "eval_rate", "samples_per_step", "loss", "last_loss",
            "lr", "error", "display_seconds", "validates")
@@ -141,31 +141,61 @@ class TrainingState:
             raise ValueError(f"smoothing must be in [0, 1), got {smoothing!r}")
         if not 0 < rate_smoothing <= 1:
             raise ValueError(f"rate_smoothing must be in (0, 1], got {rate_smoothing!r}")
-        self.smoothing, self.rate_smoothing = float(smoothing), float(rate_smoothing)
-        self.max_points, self.eval_cost_guess = int(max_points), float(eval_cost_guess)
+        self.smoothing = float(smoothing)
+        self.rate_smoothing = float(rate_smoothing)
+        self.max_points = int(max_points)
+        self.eval_cost_guess = float(eval_cost_guess)
         self._lock = threading.RLock()
         self.reset()  # (its series check max_points)
 
     def reset(self) -> None:
         """Forget everything (a new run)."""
         with self._lock:
-            self.kind = self.phase = "train"
-            self.status, self.status_text = "starting", Msg("starting")
-            self.epochs = self.steps_per_epoch = self.global_step = self.eval_step = self.epochs_done = 0
-            self._first_global = self._epochs_ended = self._epochs_validated = self._avg_count = 0
-            self.epoch = self.eval_steps = self.rate = self.eval_rate = self.samples_per_step = None
-            self.loss = self.last_loss = self.lr = self.error = None
-            self._first_epoch = self._pass_seconds = self._train_mark = None
-            self._t_start = self._t_end = self._t_eval_start = None
-            self.validates = self._epoch_open = False
+            # what the run is and how it stands
+            self.kind = "train"
+            self.phase = "train"
+            self.status = "starting"
+            self.status_text = Msg("starting")
+            self.error: str | None = None
+            self.validates = False
+            self._t_start: float | None = None
+            self._t_end: float | None = None
+            # the plan and the counters
+            self.epochs = 0
+            self.steps_per_epoch = 0
+            self.epoch: int | None = None
+            self.epochs_done = 0
+            self._first_epoch: int | None = None
+            self._epoch_open = False
+            self._epochs_ended = 0
+            self._epochs_validated = 0
+            self.global_step = 0
+            self._first_global = 0
+            self.eval_step = 0
+            self.eval_steps: int | None = None
+            self._t_eval_start: float | None = None
             self._eval_cut = False  # a stop request cut the current validation pass short
+            self._pass_seconds: float | None = None  # the last complete validation pass
+            # speeds and values
+            self.rate: float | None = None
+            self._train_mark: tuple[float, int] | None = None  # (time, step) of the last rate measurement
+            self.eval_rate: float | None = None
+            self.samples_per_step: int | None = None
+            self.loss: float | None = None
+            self.last_loss: float | None = None
+            self._avg = 0.0  # the loss EMA before bias correction
+            self._avg_count = 0
+            self._beta = self.smoothing
             self._loss_positive = True
-            self._avg, self._beta, self.display_seconds = 0.0, self.smoothing, 0.0
-            self._loss_series, self._lr_series = Buckets(self.max_points), Points(self.max_points)
+            self.lr: float | None = None
+            self.display_seconds = 0.0
+            # series and table
+            self._loss_series = Buckets(self.max_points)
+            self._lr_series = Points(self.max_points)
+            self._lr_changes: list[tuple[int, float]] = []
             self._evals: dict[str, Points] = {}
             self._rows: list[EvalRow] = []
             self._columns: list[str] = []
-            self._lr_changes: list[tuple[int, float]] = []
 
     def start(self, now: float, *, kind: str = "train", epochs: int = 1, steps_per_epoch: int = 0,
               first_global_step: int = 0, has_validation: bool = False, eval_steps: int | None = None,
@@ -208,25 +238,36 @@ class TrainingState:
             self._eval_cut = False
             self._train_mark = None  # the first step of an epoch includes the loader's start-up
 
-    def record_steps(self, now: float, global_step: int, losses: Sequence[float] = ()) -> None:
-        """Training reached ``global_step``; ``losses`` are the raw losses of the last ``len(losses)`` steps."""
+    def record_steps(self, now: float, global_step: int, losses: Sequence[float] = (),
+                     samples_per_step: int | None = None) -> None:
+        """Training reached ``global_step``; ``losses`` are the raw losses of the last ``len(losses)`` steps;
+        ``samples_per_step``: the batch size, for samples/s (the first one given is kept)."""
         with self._lock:
-            step, mark = int(global_step), self._train_mark
+            if self.samples_per_step is None and samples_per_step:
+                self.samples_per_step = int(samples_per_step)
+            step = int(global_step)
+            mark = self._train_mark
             if mark is None or (step > mark[1] and now > mark[0]):  # a phase's first mark includes its warm-up
                 if mark is not None:
-                    inst, weight = (step - mark[1]) / (now - mark[0]), self.rate_smoothing
-                    self.rate = inst if self.rate is None else weight * inst + (1 - weight) * self.rate
+                    measured = (step - mark[1]) / (now - mark[0])
+                    weight = self.rate_smoothing
+                    self.rate = measured if self.rate is None else weight * measured + (1 - weight) * self.rate
                 self._train_mark = (now, step)
             self.global_step = step
-            beta, avg, count, level = self._beta, self._avg, self._avg_count, self.loss
+            beta = self._beta
+            avg = self._avg  # the EMA before bias correction (a local: this loop runs once per step)
+            count = self._avg_count
+            smoothed = self.loss
             for x, value in enumerate(losses, start=step - len(losses) + 1):
                 if math.isfinite(value):  # a NaN step shows as a gap; it must not poison the average
                     self._loss_positive = self._loss_positive and value > 0
                     count += 1
                     avg = beta * avg + (1 - beta) * value
-                    level = avg / (1 - beta**count)
-                self._loss_series.add(x, value, level)
-            self._avg, self._avg_count, self.loss = avg, count, level
+                    smoothed = avg / (1 - beta**count)
+                self._loss_series.add(x, value, smoothed)
+            self._avg = avg
+            self._avg_count = count
+            self.loss = smoothed
             if losses:
                 self.last_loss = float(losses[-1])
 

@@ -24,3 +24,16 @@ def test_the_dashboard_module_passes_its_node_tests() -> None:
     done = subprocess.run([node, "--test", *files], capture_output=True, text=True, timeout=120, cwd=HERE)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout, done.stdout[-2000:]
+
+
+def test_bars_keep_their_columns_where_subgrid_is_missing() -> None:
+    """Each bar row takes the bars' shared columns through ``subgrid``; a browser without it (Chromium < 117, so
+    VS Code <= 1.85) must still get three fixed columns -- label, track, text -- not three stacked rows."""
+    import re
+
+    css = (HERE.parents[1] / "nbcallback" / "widgets" / "static" / "dashboard.css").read_text(encoding="utf-8")
+    rule = re.search(r"(?m)^\.nbc-bar\s*\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S))
+    assert rule is not None, "no .nbc-bar rule in dashboard.css"
+    columns = re.findall(r"grid-template-columns:\s*([^;]+);", rule.group(1))
+    assert columns[-1].strip() == "subgrid", columns
+    assert len(columns) >= 2 and len(columns[0].split()) >= 3 and "subgrid" not in columns[0], columns

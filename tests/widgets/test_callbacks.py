@@ -110,6 +110,8 @@ def test_recorded_outputs_become_the_losses_mindspore_would_print() -> None:
         got = _losses_to_floats(outputs(kind))
         assert [round(v, 6) for v in got if v == v] == [v for v in expected if v == v]
         assert math.isnan(got[3]) and all(type(v) is float for v in got)
+    # Values already on the CPU keep their precision (not rounded through float32 on the way).
+    assert _losses_to_floats([(torch.tensor(0.123456789, dtype=torch.float64), 1), 0.1]) == [0.123456789, 0.1]
 
 
 def test_losses_are_read_in_batches_at_refresh_ticks_only() -> None:

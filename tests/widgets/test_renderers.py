@@ -137,6 +137,20 @@ def test_payload_of_a_stand_alone_evaluation_and_of_an_lr_change() -> None:
     assert payload(train.view(clock()), PROGRESS)["status"]["note"] == "lr set to 0.02 at step 30"
 
 
+def test_text_table_of_an_evaluation_without_metrics_is_aligned() -> None:
+    """A one-column table (``Model.eval`` with no metrics: only the time) is a table, not "rows omitted" lines."""
+    from nbcallback.widgets.render_text import text_table
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), kind="eval", eval_steps=5)
+    clock.advance(65)
+    state.add_eval_row(clock(), {}, epoch=None, step=None)
+    assert text_table(state.view(clock(), live_rows=None)) == [" time", "01:05"]
+    html = snapshot_bundle(state.view(clock(), live_rows=None), PROGRESS)["text/html"]
+    assert "colspan" not in html and "01:05" in html
+
+
 # ---------------------------------------------------------------------- the static snapshot
 
 

@@ -163,7 +163,11 @@ const paths = (runs, draw) => runs.map((run) => draw(run) + (run.length === 1 ? 
 export const linePath = (xs, ys, sx, sy) => paths(segments(xs, [ys], sx, sy), (run) => `M${run.join("L")}`);
 const steps = ([first, ...rest]) => `M${first}${rest.map(([x, y]) => `H${x}V${y}`).join("")}`;
 export const stepPath = (xs, ys, sx, sy) => paths(segments(xs, [ys], sx, sy), steps);
-const area = (run) => `M${[...run.map(([x, hi]) => [x, hi]), ...run.reverse().map(([x, , lo]) => [x, lo])].join("L")}Z`;
+function area(run) {  // along the top (hi) from left to right, back along the bottom (lo)
+  const top = run.map(([x, hi]) => [x, hi]);
+  const bottom = run.map(([x, , lo]) => [x, lo]).reverse();
+  return `M${[...top, ...bottom].join("L")}Z`;
+}
 export const bandPath = (xs, lo, hi, sx, sy) =>
   paths(segments(xs, [hi, lo], sx, sy).filter((run) => run.length > 1), area);
 
@@ -367,8 +371,12 @@ function panelBox(title) {
   const p = { box: h("div", { class: "nbc-panel", "data-title": title }), mouse: null };
   p.tip = h("div", { class: "nbc-tip", role: "tooltip" });
   p.tip.hidden = true;
-  p.box.addEventListener("mousemove", (e) => p.hover?.((p.mouse = e.clientX)));
-  p.box.addEventListener("mouseleave", () => p.hover?.((p.mouse = null)));
+  const track = (x) => {  // remembered, so a redraw keeps the hover where the mouse is
+    p.mouse = x;
+    p.hover?.(x);
+  };
+  p.box.addEventListener("mousemove", (e) => track(e.clientX));
+  p.box.addEventListener("mouseleave", () => track(null));
   return p;
 }
 
