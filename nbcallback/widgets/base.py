@@ -168,7 +168,7 @@ class LiveCallback(Callback):
         self._depth = 0
         self._prepared = self._background = False
         self._init_run()
-        try:  # in a kernel, import what the display needs now (matplotlib's fonts: 0.5-1 s), not at the run's end
+        try:  # in a kernel, import what the display needs now (matplotlib and its fonts), not at the run's end
             if resolve_display(display, rank=int(os.environ.get("RANK") or 0), stream=file) == "widget":
                 import nbcallback.widgets.render_widget  # noqa: F401  (anywidget, ipywidgets)
 

@@ -169,8 +169,8 @@ def _palette_png(rgba: Any) -> bytes:
 
 @functools.cache
 def warm_up() -> None:
-    """Draw one small plot, once per process: the first figure loads fonts and builds caches (~0.4 s),
-    paid when the callback is created rather than when a run ends."""
+    """Draw one small plot, once per process: the first figure loads fonts and builds caches, paid when the
+    callback is created rather than when a run ends (the README gives the cost)."""
     data = PlotData(x_range=(0.0, 2.0), epoch_marks=(1.0,),
                     series={"loss": {"x": [1.0, 2.0], "lo": [0.5, 0.4], "hi": [0.6, 0.5], "y": [0.55, 0.45]}})
     render_png([Panel("loss", [Line("loss", "train", "train", "band")], "log")], data)
