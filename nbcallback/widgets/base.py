@@ -200,7 +200,6 @@ class LiveCallback(Callback):
         self._prestop: str | None = None
         self._callback_stop = False  # a callback called run_context.request_stop()
         self._t_end: float | None = None
-        self._panels: dict[tuple[Any, ...], list[Panel]] = {}
         self.last_png: bytes | None = None
         #: Seconds the end of the last run took on the training thread (final PNG and snapshot).
         self.final_seconds = 0.0
@@ -275,16 +274,16 @@ class LiveCallback(Callback):
         return LogRenderer(parts, self.file, self.log_interval, self.words) if mode == "log" else NullRenderer()
 
     def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
-        """The plot panels for the run's facts (see :func:`~nbcallback.widgets.panels.default_panels`), built
-        once per set of facts: the widget asks at every refresh."""
+        """The plot panels for the run's facts (see :func:`~nbcallback.widgets.panels.default_panels`)."""
         lr_panel = getattr(self, "lr_panel", "auto")
-        lr = bool(facts.get("lr_changed")) if lr_panel == "auto" else bool(lr_panel)
-        key = (tuple(facts.get("metrics", ())), lr, bool(facts.get("loss_positive", True)))
-        if key not in self._panels:
-            self._panels[key] = default_panels(key[0], groups=getattr(self, "groups", None), lr=lr,
-                                               loss_positive=key[2], extra=getattr(self, "panels", None) or (),
-                                               w=self.words)
-        return list(self._panels[key])
+        return default_panels(
+            tuple(facts.get("metrics", ())),
+            groups=getattr(self, "groups", None),
+            lr=bool(facts.get("lr_changed")) if lr_panel == "auto" else bool(lr_panel),
+            loss_positive=bool(facts.get("loss_positive", True)),
+            extra=getattr(self, "panels", None) or (),
+            w=self.words,
+        )
 
     def _shows_status(self) -> bool:
         """One status line per run: a plot-only callback leaves it to a progress callback beside it (the run's
@@ -608,8 +607,7 @@ class LiveCallback(Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""
-        dropped = ("renderer", "_shared", "_siblings", "_cb_params", "_train_ctx", "_losses", "_append", "state",
-                   "_panels")
+        dropped = ("renderer", "_shared", "_siblings", "_cb_params", "_train_ctx", "_losses", "_append", "state")
         return {key: value for key, value in self.__dict__.items() if key not in dropped}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
