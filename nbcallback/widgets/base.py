@@ -112,7 +112,8 @@ class LiveCallback(Callback):
         file: where text output goes (``sys.stdout`` at write time when None).
         graceful_interrupt: the kernel's interrupt button / Ctrl-C stops at the next step boundary (the run ends
             "stopped by user" and ``Model.train`` returns normally); a second interrupt raises as usual.
-        refresh_interval: seconds between refreshes; None uses the renderer's default (0.25 s, 1 s for static).
+        refresh_interval: seconds between refreshes; None uses the renderer's default (a third of a second for the
+            widget, 0.25 s on a terminal, 1 s for static).
         log_interval: seconds between progress lines in log mode (non-TTY).
         live_rows: table rows shown while live (the last ones).
         max_rows: table rows kept in the final snapshot (head and tail, with the number left out).
@@ -307,8 +308,11 @@ class LiveCallback(Callback):
         self.renderer = self._make_renderer(self.mode, plots)
         self._interval = self.refresh_interval or self.renderer.text_interval
         self._append = self._losses.append
-        view = self._live_view()
+        now = self._clock()
+        view = self._live_view(now)
         self._guard(lambda: self.renderer.open(view, self.state, self._shows_status()))
+        if self.mode != "off":  # the view just shown is the first refresh (off: the state is kept at every check)
+            self._t_refresh = now
 
     def _prepare_background(self, siblings: tuple[LiveCallback, ...] = ()) -> None:
         """Open the view on the calling (main) thread before a background run starts, so the display belongs to

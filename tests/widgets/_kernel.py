@@ -135,7 +135,8 @@ class RecordingClient(NotebookClient):
         super().set_widgets_metadata()
 
     def widget_views(self, cell_index: int) -> dict[str, list[dict[str, Any]]]:
-        """comm id -> the successive ``view`` values a front end received (the comm_open's state first)."""
+        """comm id -> the successive ``view`` values a front end received: the comm_open's state first, then each
+        ``view`` trait change and ``{"type": "view"}`` custom message, in order."""
         views: dict[str, list[dict[str, Any]]] = {}
         for index, msg_type, content in self.comms:
             if index != cell_index:
@@ -143,8 +144,8 @@ class RecordingClient(NotebookClient):
             state = content.get("data", {}).get("state", {})
             if msg_type == "comm_open" and state.get("_model_name") in OUR_MODELS:
                 views[content["comm_id"]] = [state["view"]] if state.get("view") else []
-            elif msg_type == "comm_msg" and content["comm_id"] in views and "view" in state:
-                views[content["comm_id"]].append(state["view"])
+            elif msg_type == "comm_msg" and content["comm_id"] in views and view_in(content) is not None:
+                views[content["comm_id"]].append(view_in(content))
         return views
 
     def widget_specs(self, cell_index: int) -> dict[str, dict[str, Any]]:
@@ -173,6 +174,16 @@ def run_notebook(
     path = tmp_path / "executed.ipynb"
     nbformat.write(nb, path)
     return client, path
+
+
+def view_in(content: dict[str, Any]) -> dict[str, Any] | None:
+    """The dashboard ``view`` a comm message's content carries (a trait change or a ``{"type": "view"}`` custom
+    message), or None."""
+    data = content.get("data", {})
+    if "view" in data.get("state", {}):
+        return data["state"]["view"]
+    custom = data.get("content") if data.get("method") == "custom" else None
+    return custom["view"] if isinstance(custom, dict) and custom.get("type") == "view" else None
 
 
 def traffic_stats(messages: list[tuple[float, str, int, int, int]]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 import torch
@@ -80,3 +81,19 @@ class FakeClock:
         if seconds < 0:
             raise ValueError(f"a monotonic clock cannot go back (advance by {seconds})")
         self.now += seconds
+
+
+def record_views(widget: Any) -> list[dict[str, Any]]:
+    """What a page of ``widget`` (a DashboardWidget) receives from now on: its ``view`` now, then each change of
+    the trait and each ``{"type": "view"}`` message, in order."""
+    views = [widget.view]
+    widget.observe(lambda change: views.append(change["new"]), names="view")
+    send = widget.send
+
+    def spy(content: Any, buffers: Any = None) -> None:
+        if isinstance(content, dict) and content.get("type") == "view":
+            views.append(content["view"])
+        send(content, buffers)
+
+    widget.send = spy
+    return views

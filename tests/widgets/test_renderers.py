@@ -20,7 +20,7 @@ from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import LogRenderer, TTYRenderer
 from nbcallback.widgets.state import TrainingState
 from tests.widgets._reader import accumulate
-from tests.widgets.conftest import Ticker, batches, new_model
+from tests.widgets.conftest import Ticker, batches, new_model, record_views
 
 pytest.importorskip("anywidget")
 
@@ -239,10 +239,8 @@ def test_widget_gets_spec_and_view_and_deltas_add_up_to_the_series(sink: FakeDis
     assert [p["title"] for p in spec["panels"]] == ["loss", "accuracy", "<b>x</b>"]
     assert spec["panels"][0]["scale"] == "log" and spec["panels"][0]["lines"][0]["style"] == "band"
     assert spec["labels"]["stop"] == "Stop" and spec["colors"]["train"] == ["--jp-brand-color1", "#1976d2"]
-    views = []
-    widget.observe(lambda change: views.append(change["new"]), names="view")
-    views.append(widget.view)
-    first = widget.view
+    views = record_views(widget)
+    first = widget.view  # the comm_open carries everything so far
     assert first["controls"] == {"enabled": True, "lr": 0.1} and first["hint"] == "stop with the button"
     assert set(first["series"]) == {"loss", "eval:accuracy", "eval:<b>x</b>", "lr"}
     # Train on: each update carries only what is new.
@@ -260,10 +258,10 @@ def test_widget_gets_spec_and_view_and_deltas_add_up_to_the_series(sink: FakeDis
     assert readers["loss"].points()["x"] == [int(x) for x in final.series["loss"]["x"]]
     assert readers["loss"].points()["x"][-1] == step == 190
     assert readers["eval:accuracy"].points()["y"] == [0.5]
-    # A reloaded page says hello: the next update sends everything again.
+    # A reloaded page says hello: the next update sends everything again, as the trait a later view starts from.
     widget._message(widget, {"type": "hello"}, [])
     renderer.update(state.view(clock()), state)
-    assert views[-1]["series"]["loss"]["start"] == 0
+    assert views[-1] is widget.view and views[-1]["series"]["loss"]["start"] == 0
     assert accumulate([views[-1]])["loss"].points() == readers["loss"].points()
     # Clicks: the handlers only store the request; a bad lr is ignored.
     widget._message(widget, {"type": "stop"}, [])
@@ -524,8 +522,10 @@ def test_eval_phase_reaches_the_widget_during_fit(kernel: FakeDisplay, monkeypat
     original = WidgetRenderer.update
 
     def spy(self, view, state, status=True):
+        if not hasattr(self, "sent"):
+            self.sent = record_views(self.widget)
         original(self, view, state, status)
-        seen.append([b["kind"] for b in self.widget.view["bars"]])
+        seen.append([b["kind"] for b in self.sent[-1]["bars"]])
 
     monkeypatch.setattr(WidgetRenderer, "update", spy)
     model.fit(1, batches(30), batches(30, seed=1), callbacks=[Ticker(clock, 0.05), bar])

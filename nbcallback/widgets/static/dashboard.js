@@ -1,5 +1,6 @@
-// nbcallback training dashboard, the anywidget front end (issue #22): draws the `spec` and `view` traits synced by
-// the kernel (notes/widget-contract.md). No build step; the pure exports are tested with `node --test tests/js/`.
+// nbcallback training dashboard, the anywidget front end (issue #22): draws the `spec` and `view` traits and the
+// `{type: "view"}` messages of the kernel (DashboardWidget in render_widget.py). No build step; the pure exports
+// are tested with `node --test tests/js/`.
 
 const PANEL_H = 220; // px, one panel's height (1 SVG unit = 1 CSS pixel)
 const CHAR_W = 6.6; // px, a generous width of one 11 px character, for layout only
