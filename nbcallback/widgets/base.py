@@ -496,7 +496,7 @@ class LiveCallback(Callback):
         self.state.set_lr(_get_lr(cb_params))
 
     def _refresh(self, now: float) -> None:
-        """Record, and send what changed at most once per interval (events too: <= 4 messages a second)."""
+        """Record, and send what changed at most once per interval (a third of a second for the widget)."""
         if self._run_kind is None:
             return
         self._record(now)
