@@ -466,19 +466,30 @@ def report(name, callback=None, **facts):
 
 
 class Gate(Callback):
-    """Pause training after global step ``at`` until the file ``release-<name>`` exists."""
+    """Pause training, once, after global step ``at`` until the file ``release-<name>`` exists: at the first step
+    from ``at`` on at which every live view of the run has refreshed during this epoch's training (they refresh
+    a third of a second apart, so a pause right after a validation would leave them showing it).  The file
+    ``paused-<name>`` holds the time and the step of the pause."""
 
     def __init__(self, name, at):
         super().__init__()
         self.at, self.release, self.paused = at, Path(f"release-{name}"), Path(f"paused-{name}")
+        self.done = False
 
     def on_train_begin(self, run_context):
         self.release.unlink(missing_ok=True)
         self.paused.unlink(missing_ok=True)
+        self.done = False
 
     def on_train_step_end(self, run_context):
-        if run_context.original_args().cur_step_num == self.at:
-            self.paused.write_text(str(time.time()))
+        args = run_context.original_args()
+        if self.done or args.cur_step_num < self.at:
+            return
+        epoch_start = (args.cur_epoch_num - 1) * args.batch_num
+        views = [cb.view() for cb in args.list_callback if isinstance(cb, (ProgressBar, LiveLossPlot))]
+        if all(v.phase == "train" and v.steps_done > epoch_start for v in views):
+            self.done = True
+            self.paused.write_text(f"{time.time()} {args.cur_step_num}")
             while not self.release.exists():
                 time.sleep(0.05)
 
@@ -854,6 +865,10 @@ class NotebookDriver:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the cell {cell!r} did not reach its Gate within {timeout:.0f} s")
             time.sleep(0.1)
+
+    def paused_at(self, cell: str) -> int:
+        """The global step after which the cell's Gate paused the run."""
+        return int(self.path("paused", cell).read_text().split()[1])
 
     def release(self, cell: str) -> None:
         self.path("release", cell).write_text("go")
