@@ -20,7 +20,7 @@ from typing import Any, Callable, TextIO
 import torch
 
 from nbcallback.train.callback import Callback, RunContext
-from nbcallback.widgets.controls import SHARED_KEY, RunShared, apply_learning_rate, valid_lr
+from nbcallback.widgets.controls import SHARED_KEY, RunShared, apply_learning_rate, checked_lr
 from nbcallback.widgets.env import DISPLAY_MODES, describe_frontend_support, host, kernel_supports_subshells
 from nbcallback.widgets.env import resolve_display
 from nbcallback.widgets.panels import Panel, default_panels
@@ -227,10 +227,7 @@ class LiveCallback(Callback):
         Raises:
             ValueError: ``lr`` is not a positive finite number.
         """
-        value = valid_lr(lr)
-        if value is None:
-            raise ValueError(f"the learning rate must be a positive number, got {lr!r}")
-        self._pending_lr = value
+        self._pending_lr = checked_lr(lr)
         self._poke()
 
     def _poke(self) -> None:
@@ -297,8 +294,8 @@ class LiveCallback(Callback):
         return not any(other is not self and isinstance(other, LiveCallback) and "progress" in other._PARTS
                        and other.display != "off" for other in others)
 
-    def _live_view(self, now: float | None = None) -> View:
-        return self.state.view(self._clock() if now is None else now, live_rows=self.live_rows)
+    def _live_view(self, now: float) -> View:
+        return self.state.view(now, live_rows=self.live_rows)
 
     def _open(self, rank: int, plots: bool = True) -> None:
         """Resolve the display mode and open the renderer (no-op when already open); ``plots``: a training run."""
@@ -440,14 +437,14 @@ class LiveCallback(Callback):
 
     @_counted
     def _slow_path(self, run_context: RunContext, eval_phase: bool) -> None:
-        if self._pending:
-            self._apply_pending(run_context, eval_phase)
-            if self._countdown > 0:
-                return
+        self._apply_pending(run_context, eval_phase)
+        if self._countdown > 0:  # only a request was pending
+            return
         now = self._clock()
         self._countdown = self._stride = _next_stride(self._stride, now - self._t_check)
         self._t_check = now
         if now - self._t_refresh >= self._interval:
+            self._record(now)
             self._refresh(now)
 
     def _apply_pending(self, run_context: RunContext, eval_phase: bool) -> None:
@@ -491,16 +488,15 @@ class LiveCallback(Callback):
         self._append = self._losses.append
         losses = _losses_to_floats(items) if items and self.mode != "off" and not self._display_failed else []
         step = self.state.global_step + len(items) if before_eval else int(cb_params.get("cur_step_num", 0))
-        batch = _batch_size(cb_params.get("train_dataset_element"))
+        batch = _batch_size(cb_params.get("train_dataset_element")) if self.state.samples_per_step is None else None
         self.state.record_steps(now, step, losses, samples_per_step=batch)
         self.state.set_lr(_get_lr(cb_params))
 
     def _refresh(self, now: float) -> None:
-        """Record, and send what changed at most once per interval (a third of a second for the widget)."""
-        if self._run_kind is None:
+        """Send the recorded state, at most once per interval."""
+        if self._run_kind is None or self.mode == "off" or self._display_failed:
             return
-        self._record(now)
-        if self.mode == "off" or self._display_failed or now - self._t_refresh < self._interval:
+        if now - self._t_refresh < self._interval:
             return
         view = self._live_view(now)
         self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
@@ -566,13 +562,12 @@ class LiveCallback(Callback):
         if data is None or not set(data.series) - {"lr"}:
             return None, None
         try:
-            from nbcallback.widgets.plot import png_size, render_png
+            from nbcallback.widgets.plot import drawable, png_size, render_png
 
             panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
                                        "lr_changed": data.lr_changed})
             png = render_png(panels, data, self.words)
-            drawn = [panel for panel in panels if any(line.key in data.series for line in panel.lines)]
-            return png, png_size(len(drawn))[0]
+            return png, png_size(len(drawable(panels, data)))[0]
         except Exception as exc:  # matplotlib missing or broken: the snapshot still goes out
             warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the final plot could not be drawn "
                           f"({type(exc).__name__}: {exc}); the rest of the snapshot is shown.", RuntimeWarning,

@@ -12,7 +12,7 @@ from nbcallback.train.interrupt import SignalStop
 from nbcallback.widgets.env import running_kernel
 from nbcallback.widgets.words import Msg
 
-__all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "release_comm_routing", "SHARED_KEY"]
+__all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "checked_lr", "release_comm_routing", "SHARED_KEY"]
 
 SHARED_KEY = "nbcallback_widgets"
 #: Where a stop request came from -> the message naming it.
@@ -77,15 +77,25 @@ def valid_lr(value: Any) -> float | None:
     return number if math.isfinite(number) and number > 0 else None
 
 
+def checked_lr(value: Any) -> float:
+    """``value`` as a positive finite learning rate.
+
+    Raises:
+        ValueError: ``value`` is not a positive finite number.
+    """
+    lr = valid_lr(value)
+    if lr is None:
+        raise ValueError(f"the learning rate must be a positive number, got {value!r}")
+    return lr
+
+
 def apply_learning_rate(optimizer: Any, lr: float) -> float:
     """Set every parameter group's rate (others keep their ratio to group 0; tensors are filled); returns ``lr``.
 
     Raises:
         ValueError: ``lr`` is not a positive finite number.
     """
-    if valid_lr(lr) is None:
-        raise ValueError(f"the learning rate must be a positive number, got {lr!r}")
-    lr = float(lr)
+    lr = checked_lr(lr)
     groups = optimizer.param_groups
     base = float(groups[0]["lr"]) if groups else 0.0
     for group in groups:

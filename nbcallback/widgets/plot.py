@@ -14,7 +14,7 @@ from nbcallback.widgets.panels import COLORS, Line, Panel
 from nbcallback.widgets.state import PlotData
 from nbcallback.widgets.words import Words, words
 
-__all__ = ["render_png", "png_size", "warm_up", "cjk_fallback_fonts", "PANEL_WIDTH", "PANEL_HEIGHT"]
+__all__ = ["drawable", "render_png", "png_size", "warm_up", "cjk_fallback_fonts", "PANEL_WIDTH", "PANEL_HEIGHT"]
 
 #: One panel's CSS size in pixels; the PNG has twice as many pixels.
 PANEL_WIDTH, PANEL_HEIGHT = 380, 250
@@ -104,23 +104,28 @@ def y_limits(panel: Panel, data: PlotData) -> tuple[float, float] | None:
     return lo - pad, hi + pad
 
 
+def drawable(panels: Sequence[Panel], data: PlotData) -> list[Panel]:
+    """The panels with data to draw, in order (the final PNG shows these)."""
+    return [panel for panel in panels if any(line.key in data.series for line in panel.lines)]
+
+
 def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> bytes | None:
     """The panels that have data as a PNG (``None`` when none has)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    drawable = [p for p in panels if any(line.key in data.series for line in p.lines)]
-    if not drawable:
+    shown = drawable(panels, data)
+    if not shown:
         return None
-    width, height = png_size(len(drawable))
+    width, height = png_size(len(shown))
     fig = Figure(figsize=(width / 100, height / 100), dpi=200, facecolor="white")
     FigureCanvasAgg(fig)
     family = _font_family()
     text = {"fontfamily": family} if family else {}
     legend_font = {"family": family, "size": 9.5} if family else {"size": 9.5}
     left, right, top, bottom = 58, 16, 46, 42  # fixed pixel margins: ``tight_layout`` draws the figure twice
-    for index, panel in enumerate(drawable):
+    for index, panel in enumerate(shown):
         x0 = (index % 3) * PANEL_WIDTH + left
         y0 = height - (index // 3 + 1) * PANEL_HEIGHT + bottom
         box = [x0 / width, y0 / height, (PANEL_WIDTH - left - right) / width, (PANEL_HEIGHT - top - bottom) / height]
@@ -156,8 +161,8 @@ def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> byt
 
 
 def _palette_png(rgba: Any) -> bytes:
-    """The picture as a 128-colour PNG: a third of an RGBA PNG's bytes (a saved notebook keeps it as
-    base64 text), no visible change on flat colours and anti-aliased lines."""
+    """The picture as a 128-colour PNG: much smaller than an RGBA PNG (a saved notebook keeps it as base64
+    text), no visible change on flat colours and anti-aliased lines."""
     from PIL import Image
 
     image = Image.frombuffer("RGBA", (rgba.shape[1], rgba.shape[0]), bytes(rgba), "raw", "RGBA", 0, 1)

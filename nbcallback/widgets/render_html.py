@@ -127,9 +127,10 @@ def snapshot_bundle(
             blocks.append(f'<div style="color:{_COLORS["error"]}">{escape(view.error)}</div>')
     if data["table"] is not None:
         blocks.append(_table_html(data["table"]))
+    summary = run_summary(view, w)
     if state is not None:
-        blocks.append(f'<div style="opacity:.7;font-size:12px">{escape(run_summary(view, w))}</div>')
-    lines = [run_summary(view, w)] + [text for text in (view.error, _lr_note(view, w)) if text]
+        blocks.append(f'<div style="opacity:.7;font-size:12px">{escape(summary)}</div>')
+    lines = [summary] + [text for text in (view.error, _lr_note(view, w)) if text]
     if view.rows and parts & {"progress", "table", "plot"}:
         rows = view.rows[-10:]
         lines += text_table(dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0), w)

@@ -22,7 +22,7 @@ def finite_or_none(value: float | None) -> float | None:
 
 
 def _short(values: Sequence[float | None]) -> list[float | None]:
-    """Four significant digits: what a screen can show, and a third of the bytes on the wire."""
+    """Four significant digits: what a screen can show, in fewer bytes on the wire."""
     return [None if v is None else float(f"{v:.4g}") for v in values]
 
 

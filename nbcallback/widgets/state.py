@@ -479,7 +479,7 @@ class TrainingState:
             held = dict(cursors or {})
             deltas: dict[str, Any] = {}
             for key, series in self._series().items():
-                delta, held[key] = series.delta(held.get(key) if cursors is not None else None)
+                delta, held[key] = series.delta(held.get(key))
                 if delta is not None:
                     deltas[key] = delta
             lr_tail = self._lr_tail()

@@ -421,7 +421,7 @@ from tqdm.notebook import tqdm
 
 from nbcallback.dataset import MnistDataset, download_mnist, transforms, vision
 from nbcallback.train import Callback, LearningRateScheduler, Model
-from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar
+from nbcallback.widgets import Dashboard, LiveCallback, LiveLossPlot, ProgressBar
 
 torch.set_num_threads(1)
 path = download_mnist(progress=False)  # from the loopback mirror ($NBCALLBACK_MNIST_URL) into $NBCALLBACK_DATA
@@ -486,7 +486,7 @@ class Gate(Callback):
         if self.done or args.cur_step_num < self.at:
             return
         epoch_start = (args.cur_epoch_num - 1) * args.batch_num
-        views = [cb.view() for cb in args.list_callback if isinstance(cb, (ProgressBar, LiveLossPlot))]
+        views = [cb.view() for cb in args.list_callback if isinstance(cb, LiveCallback)]
         if all(v.phase == "train" and v.steps_done > epoch_start for v in views):
             self.done = True
             self.paused.write_text(f"{time.time()} {args.cur_step_num}")

@@ -170,7 +170,7 @@ function area(run) {  // along the top (hi) from left to right, back along the b
   return `M${[...top, ...bottom].join("L")}Z`;
 }
 export const bandPath = (xs, lo, hi, sx, sy) =>
-  paths(segments(xs, [hi, lo], sx, sy).filter((run) => run.length > 1), area);
+  segments(xs, [hi, lo], sx, sy).filter((run) => run.length > 1).map(area).join("");
 
 /** Whether a band holds raw values (one step per bucket: lo === hi): a faint line, its values in the y range. */
 export const isRawBand = (lo, hi) => lo.length > 0 && lo.every((v, i) => v === hi[i]);
@@ -195,14 +195,15 @@ export const getStore = (model) => stores.get(model); // undefined before `initi
 function connect(model) {
   if (stores.has(model)) return stores.get(model);
   const store = createStore();
+  const redraw = () => store.listeners.forEach((listener) => listener());
   const take = (view) => {
     if (applyView(store, view)) model.send({ type: "hello" });
-    store.listeners.forEach((redraw) => redraw());
+    redraw();
   };
   const handlers = Object.entries({
     "change:view": () => take(model.get("view")),
     "msg:custom": (msg) => msg?.type === "view" && take(msg.view),
-    "change:spec": () => take(null), // nothing to merge: a redraw
+    "change:spec": redraw,
   });
   handlers.forEach(([event, fn]) => model.on(event, fn));
   store.off = () => handlers.forEach(([event, fn]) => model.off(event, fn));
