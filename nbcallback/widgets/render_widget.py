@@ -25,6 +25,8 @@ __all__ = ["DashboardWidget", "WidgetRenderer", "StaticRenderer"]
 
 STATIC = Path(__file__).parent / "static"
 _LABELS = {"stop": "stop", "stopping": "stopping", "lr": "lr", "apply": "apply", "step": "axis_step"}
+#: What a closed widget's module becomes (see :meth:`DashboardWidget.shed`).
+_EMPTY_ESM = "export default {};"
 
 
 class DashboardWidget(anywidget.AnyWidget):
@@ -60,6 +62,12 @@ class DashboardWidget(anywidget.AnyWidget):
                 self._on_lr(lr)
         elif kind == "hello":
             self.resync.set()
+
+    def shed(self) -> None:
+        """Drop the front-end code once the snapshot has replaced every view: ``jupyter nbconvert --execute`` saves a
+        closed widget's last state in the notebook's metadata, and the ES module and the CSS are ~30 KB of it."""
+        with self.hold_sync():
+            self._esm, self._css = _EMPTY_ESM, ""
 
     def close(self) -> None:
         """Stop the busy-status watcher; close the widget and its ``Layout`` model (``Widget.close`` leaves it
@@ -165,6 +173,8 @@ class WidgetRenderer(NullRenderer):
                 self._handle.update(bundle, raw=True)
                 if png is not None:
                     IPython.display.display(image, raw=True, metadata=metadata)
+            if self._handle is not None and widget is not None:
+                widget.shed()
         finally:
             if widget is not None:
                 widget.close()

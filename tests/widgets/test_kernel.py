@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from tests.widgets._kernel import (
+    OUR_MODELS,
     SETUP,
     KernelSession,
     cell_text,
@@ -149,6 +150,14 @@ def test_the_snapshot_replaces_the_widget_in_the_saved_notebook(executed) -> Non
     fit_bytes = len(json.dumps(fit_cell))
     print(f"saved fit cell: {fit_bytes} bytes; whole notebook {path.stat().st_size} bytes; PNG {len(raw)} bytes")
     assert fit_bytes <= 80_000
+    # `jupyter nbconvert --execute` (a stock nbclient) also saves closed widgets' last state: by then ours had
+    # dropped its ES module and CSS, which the snapshot no longer needs.
+    stock = [state for state in client.stock_state.values() if state.get("_model_name") in OUR_MODELS]
+    assert len(stock) == 4  # the Dashboard, eval's ProgressBar and the two callbacks of cell 3 (none for display="final")
+    assert all(state["_esm"] == "export default {};" and state["_css"] == "" for state in stock)
+    stock_bytes = max(len(json.dumps(state, default=str)) for state in stock)
+    print(f"largest widget state a stock nbclient saves: {stock_bytes} bytes")
+    assert stock_bytes <= 8_000
     # The eval-only run left its own snapshot, without a plot.
     assert cell_text(nb.cells[2]).startswith("Evaluation finished: 30/30 steps")
     assert not any("image/png" in out.get("data", {}) for out in nb.cells[2].outputs)
