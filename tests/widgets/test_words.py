@@ -6,18 +6,21 @@ import string
 
 import pytest
 
-from nbcallback.widgets.words import LANG_ENV_VAR, MESSAGES, Msg, Words, resolve_lang
+from nbcallback.widgets.words import LANG_ENV_VAR, LANGS, MESSAGES, Msg, Words, resolve_lang
 
 
 def _fields(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 
-def test_both_languages_have_every_key_with_the_same_placeholders() -> None:
-    english, chinese = MESSAGES["en"], MESSAGES["zh_CN"]
-    assert set(english) == set(chinese), sorted(set(english) ^ set(chinese))
-    for key, text in english.items():
-        assert _fields(text) == _fields(chinese[key]), key
+def test_every_catalog_has_every_key_with_the_same_placeholders() -> None:
+    assert LANGS == ("en", "zh_CN")  # messages/*.json, English first
+    english = MESSAGES["en"]
+    for lang in LANGS[1:]:
+        other = MESSAGES[lang]
+        assert set(english) == set(other), (lang, sorted(set(english) ^ set(other)))
+        for key, text in english.items():
+            assert _fields(text) == _fields(other[key]), (lang, key)
 
 
 def test_chinese_messages_are_translated() -> None:
