@@ -209,7 +209,9 @@ def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, config
             "saved_notebook_bytes": saved_bytes, "widget_views_left": widget_view_outputs(saved),
             "widget_models_saved": len(our_widget_models(saved)),
             "widget_models_saved_names": sorted(set(our_widget_models(saved))),
-            "widget_models_stock_nbclient": len(client.stock_state)}
+            "widget_models_stock_nbclient": len(client.stock_state),
+            "widget_state_stock_nbclient_bytes": len(json.dumps(client.stock_state, default=str)),
+            "widgets_opened": sum(1 for state in client.stock_state.values() if state.get("_model_name") == "AnyModel")}
 
 
 def _p10_p90(values: list[float]) -> list[float]:
@@ -350,7 +352,10 @@ def table(out: dict) -> str:
                   f"left: {out['widget_views_left']}; widget models in `metadata.widgets`: "
                   f"{out['widget_models_saved']} ({', '.join(out['widget_models_saved_names']) or 'none'}: the anywidget's "
                   f"layout model, which closing the widget leaves open; JupyterLab's manager: closed models dropped; a stock nbclient "
-                  f"would keep {out['widget_models_stock_nbclient']}, see the README)."]
+                  f"would keep {out['widget_models_stock_nbclient']}: "
+                  f"{out['widget_state_stock_nbclient_bytes'] / 1000:.0f} KB for {out['widgets_opened']} live widgets, "
+                  f"{out['widget_state_stock_nbclient_bytes'] / max(1, out['widgets_opened']) / 1000:.1f} KB per fit, "
+                  "see the README)."]
     profile, cold = out.get("profile") or {}, out.get("cold") or {}
     if profile:
         lines += ["", f"Where the end of a run goes ({profile['callback']}, {profile['panels']} panels, "
@@ -401,7 +406,7 @@ def main() -> None:
     out["kernel"] = summarize_kernel(raw)
     out["profile"] = raw["profile"]
     for key in ("saved_notebook_bytes", "widget_views_left", "widget_models_saved", "widget_models_saved_names",
-                "widget_models_stock_nbclient"):
+                "widget_models_stock_nbclient", "widget_state_stock_nbclient_bytes", "widgets_opened"):
         out[key] = raw[key]
     out["raw_runs"] = raw["runs"]
     out["traffic"] = raw["traffic"]
