@@ -153,7 +153,7 @@ def test_the_snapshot_replaces_the_widget_in_the_saved_notebook(executed) -> Non
     # `jupyter nbconvert --execute` (a stock nbclient) also saves closed widgets' last state: by then ours had
     # dropped its ES module and CSS, which the snapshot no longer needs.
     stock = [state for state in client.stock_state.values() if state.get("_model_name") in OUR_MODELS]
-    assert len(stock) == 4  # the Dashboard, eval's ProgressBar and the two callbacks of cell 3 (none for display="final")
+    assert len(stock) == 4  # the Dashboard, eval's ProgressBar, the two of cell 3 (display="final" opens none)
     assert all(state["_esm"] == "export default {};" and state["_css"] == "" for state in stock)
     stock_bytes = max(len(json.dumps(state, default=str)) for state in stock)
     print(f"largest widget state a stock nbclient saves: {stock_bytes} bytes")
