@@ -219,10 +219,16 @@ def readme_sample_output() -> list[str]:
     return text[start:text.index("```", start)].splitlines()
 
 
+def _numbers(line: str) -> list[float]:
+    return [float(x) for x in re.findall(r"\d+\.\d+|\d+", line)]
+
+
 def test_readme_sample_output_is_what_the_command_prints(tmp_path: Path) -> None:
-    """The README's sample is a real run of the command with the default seed: its first epoch's losses and
-    accuracy are exactly what one epoch prints here (a change of the seeded data order or of the training step
-    makes the README stale, and this test says so)."""
+    """The README's sample is a real run of the command with the default seed: its first epoch's lines are what
+    one epoch prints here (a change of the seeded data order or of the training step makes the README stale, and
+    this test says so).  The losses' last digits depend on the CPU's vector kernels (AVX2 and AVX-512 sum in
+    another order: 0.222683 vs 0.222699 at step 900), so they are compared to 0.1 %; another batch order changes
+    a step's loss by far more."""
     sample = readme_sample_output()
     expected = [l for l in sample if l.startswith(("epoch: 1 step: ", "Eval result: epoch 1,"))]
     assert len(expected) == 4, sample
@@ -233,4 +239,8 @@ def test_readme_sample_output_is_what_the_command_prints(tmp_path: Path) -> None
                     "--checkpoint-dir", str(tmp_path / "ckpt")], cwd=tmp_path, XDG_CACHE_HOME=str(tmp_path / "cache"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     printed = [l for l in proc.stdout.splitlines() if l.startswith(("epoch: 1 step: ", "Eval result: epoch 1,"))]
-    assert printed == expected, "update the README's sample output from a run of its command:\n" + proc.stdout
+    stale = "update the README's sample output from a run of its command:\n" + proc.stdout
+    assert [re.sub(r"[\d.]+", "#", l) for l in printed] == [re.sub(r"[\d.]+", "#", l) for l in expected], stale
+    for got, want in zip(printed, expected):
+        for a, b in zip(_numbers(got), _numbers(want)):
+            assert a == pytest.approx(b, rel=1e-3, abs=5e-4), stale
