@@ -175,7 +175,14 @@ def _data_dir(data: str | None) -> Path:
 def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, configs: tuple[str, ...] = CONFIGS) -> dict:
     import nbformat
 
-    from tests.widgets._kernel import make_notebook, our_widget_models, run_notebook, traffic_stats, widget_view_outputs
+    from tests.widgets._kernel import (
+        OUR_MODELS,
+        make_notebook,
+        our_widget_models,
+        run_notebook,
+        traffic_stats,
+        widget_view_outputs,
+    )
 
     others = [c for c in configs if c != "none"]
     cells = [f"for name in {list(configs)!r}:\n    run(name, -1)"]  # warm-up: imports, first figure, caches
@@ -211,7 +218,7 @@ def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, config
             "widget_models_saved_names": sorted(set(our_widget_models(saved))),
             "widget_models_stock_nbclient": len(client.stock_state),
             "widget_state_stock_nbclient_bytes": len(json.dumps(client.stock_state, default=str)),
-            "widgets_opened": sum(1 for state in client.stock_state.values() if state.get("_model_name") == "AnyModel")}
+            "widgets_opened": sum(1 for state in client.stock_state.values() if state.get("_model_name") in OUR_MODELS)}
 
 
 def _p10_p90(values: list[float]) -> list[float]:

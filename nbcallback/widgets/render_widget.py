@@ -65,7 +65,7 @@ class DashboardWidget(anywidget.AnyWidget):
 
     def shed(self) -> None:
         """Drop the front-end code once the snapshot has replaced every view: ``jupyter nbconvert --execute`` saves a
-        closed widget's last state in the notebook's metadata, and the ES module and the CSS are ~30 KB of it."""
+        closed widget's last state in the notebook's metadata, and the ES module and the CSS are most of it."""
         with self.hold_sync():
             self._esm, self._css = _EMPTY_ESM, ""
 

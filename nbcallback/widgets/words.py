@@ -21,8 +21,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     for path in sorted(Path(__file__).with_name("messages").glob("*.json"), key=lambda path: path.stem != "en")
 }
 LANGS = tuple(MESSAGES)
-#: Other names of a language (lowercase, ``_`` for ``-``); a catalog's own name is found in any case.
-_ALIASES = {"en_us": "en", "zh": "zh_CN", "zh_hans": "zh_CN"}
+#: The names a language is found by (lowercase, ``_`` for ``-``): each catalog's own, and a few others.
+_ALIASES = {**{lang.lower(): lang for lang in LANGS}, "en_us": "en", "zh": "zh_CN", "zh_hans": "zh_CN"}
 
 
 def resolve_lang(lang: str | None = None, environ: Mapping[str, str] | None = None) -> str:
@@ -33,8 +33,7 @@ def resolve_lang(lang: str | None = None, environ: Mapping[str, str] | None = No
     """
     environ = os.environ if environ is None else environ
     given = lang if lang is not None else environ.get(LANG_ENV_VAR, "").strip() or "en"
-    key = str(given).lower().replace("-", "_")
-    found = {name.lower(): name for name in LANGS}.get(key) or _ALIASES.get(key)
+    found = _ALIASES.get(str(given).lower().replace("-", "_"))
     if found is None:
         origin = "lang" if lang is not None else LANG_ENV_VAR
         raise ValueError(f"{origin}={given!r} has no message table; use one of {LANGS} (or 'zh', 'zh-CN')")
