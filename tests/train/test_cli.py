@@ -239,7 +239,7 @@ def test_readme_sample_output_is_what_the_command_prints(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stderr[-3000:]
     printed = [l for l in proc.stdout.splitlines() if l.startswith(("epoch: 1 step: ", "Eval result: epoch 1,"))]
     stale = "update the README's sample output from a run of its command:\n" + proc.stdout
-    assert [_NUMBER.sub("#", l) for l in printed] == [_NUMBER.sub("#", l) for l in expected], stale
+    assert [_NUMBER.sub("#", line) for line in printed] == [_NUMBER.sub("#", line) for line in expected], stale
     for got, want in zip(printed, expected):
         for a, b in zip(_NUMBER.findall(got), _NUMBER.findall(want)):
             assert float(a) == pytest.approx(float(b), rel=1e-3, abs=5e-4), stale
