@@ -2,7 +2,9 @@
 
 The step hooks only append the step's loss tensor and count down.  At zero the clock is read and the stride to the
 next check adapted (about 20 checks a second); once per refresh interval the losses are converted (one device
-synchronisation) and the view refreshed.  Stop and lr requests only set attributes, applied by the next step hook.
+synchronisation) and the view refreshed.  Where a phase begins or ends (an epoch, a validation) the view goes out
+when due even if the next step stalls: a timer sends it if no step has.  Stop and lr requests only set attributes,
+applied by the next step hook.
 ``__exit__`` always ends with a static snapshot and the final PNG; a display failure warns once, never stops training.
 """
 from __future__ import annotations
@@ -12,6 +14,7 @@ import dataclasses
 import functools
 import math
 import os
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +36,9 @@ __all__ = ["LiveCallback"]
 _DISCARD = collections.deque(maxlen=0).append  # a C-level no-op "append"
 _CHECK_PERIOD = 0.05  # seconds between clock checks: well under one refresh interval
 _MAX_STRIDE = 4096  # a slowdown after very fast steps is noticed within this many steps
+#: After a phase change, how long past the due refresh the timer leaves to the training thread (two clock checks)
+#: before it sends: while steps advance, the training thread refreshes first, with the steps it recorded.
+_LATE_GRACE = 2 * _CHECK_PERIOD
 #: Arguments of the PNG-in-the-kernel design (before 0.8), accepted with a warning.
 _REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
 
@@ -168,6 +174,7 @@ class LiveCallback(Callback):
         self._clock = clock or time.monotonic
         self._depth = 0
         self._prepared = self._background = False
+        self._lock = threading.RLock()  # the renderer is called from the training thread and from the timer
         self._init_run()
         try:  # in a kernel, import what the display needs now (matplotlib and its fonts), not at the run's end
             if resolve_display(display, rank=int(os.environ.get("RANK") or 0), stream=file) == "widget":
@@ -197,6 +204,7 @@ class LiveCallback(Callback):
         self._t_refresh = -math.inf  # the last refresh
         self._interval = 1.0  # seconds between refreshes (set when the renderer opens)
         self._pending = self._display_failed = False
+        self._timer: threading.Timer | None = None  # sends a phase change when no step comes to do it
         self._pending_lr: float | None = None
         self._prestop: str | None = None
         self._callback_stop = False  # a callback called run_context.request_stop()
@@ -367,8 +375,10 @@ class LiveCallback(Callback):
 
     @_counted
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
-        self.state.begin_epoch(int(self._cb_params.get("cur_epoch_num", 1)), self._clock())
+        now = self._clock()
+        self.state.begin_epoch(int(self._cb_params.get("cur_epoch_num", 1)), now)
         self._apply_pending(run_context, eval_phase=False)
+        self._refresh(now, boundary=True)  # the first step may wait seconds for its batch (loader workers starting)
 
     def on_train_step_end(self, run_context: RunContext) -> None:
         """The hot path: O(1), no clock read, no device synchronisation."""
@@ -384,7 +394,7 @@ class LiveCallback(Callback):
         self._record(now)
         epoch, validated = self._cb_params.get("cur_epoch_num", 1), self._cb_params.get("eval_results") is not None
         self.state.end_epoch(int(epoch), now, validated=validated)
-        self._refresh(now)
+        self._refresh(now, boundary=True)
         self._guard(lambda: self.renderer.event("epoch_end", self._live_view(now)))
 
     @_counted
@@ -406,7 +416,7 @@ class LiveCallback(Callback):
         self.state.begin_eval(now, int(cb_params.get("batch_num", 0)) or None)
         if self._run_kind == "train":
             self._apply_pending(run_context, eval_phase=True)
-            self._refresh(now)
+            self._refresh(now, boundary=True)
 
     def on_eval_step_end(self, run_context: RunContext) -> None:
         """Hot path of evaluation steps: a counter only."""
@@ -432,6 +442,7 @@ class LiveCallback(Callback):
         if cb_params.get("eval_results") is not None:
             self.state.add_eval_row(now, cb_params["eval_results"], epoch=int(cb_params.get("cur_epoch_num", 1)),
                                     step=self.state.global_step, seconds=seconds, partial=partial)
+        self._refresh(now, boundary=True)
 
     # ------------------------------------------------------------------ the slow path and refreshes
 
@@ -492,23 +503,43 @@ class LiveCallback(Callback):
         self.state.record_steps(now, step, losses, samples_per_step=batch)
         self.state.set_lr(_get_lr(cb_params))
 
-    def _refresh(self, now: float) -> None:
-        """Send the recorded state, at most once per interval."""
+    def _refresh(self, now: float, *, boundary: bool = False) -> None:
+        """Send the recorded state, at most once per interval.  At a ``boundary`` (a phase begins or ends) a send
+        that is not due yet is left to a timer, in case no step comes to refresh when it is due."""
         if self._run_kind is None or self.mode == "off" or self._display_failed:
             return
-        if now - self._t_refresh < self._interval:
-            return
-        view = self._live_view(now)
-        self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
-        self._t_refresh = now
-        self._refreshes += 1
+        wait = self._t_refresh + self._interval - now
+        if wait <= 0:
+            self._send(now)
+        elif boundary and self._timer is None and self.renderer.late_updates:
+            timer = self._timer = threading.Timer(wait + _LATE_GRACE, lambda: self._late_send(timer))
+            timer.daemon = True
+            timer.start()
+
+    def _send(self, now: float) -> None:
+        with self._lock:
+            if self._timer is not None:  # this send shows the phase change: the timer has nothing to do
+                self._timer.cancel()
+                self._timer = None
+            view = self._live_view(now)
+            self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
+            self._t_refresh = now
+            self._refreshes += 1
+
+    def _late_send(self, timer: threading.Timer) -> None:
+        """The timer's send (on its own thread): no step has refreshed since the phase changed, so the state the
+        training thread recorded then is still current."""
+        with self._lock:
+            if self._timer is timer and self._run_kind is not None:
+                self._send(self._clock())
 
     def _guard(self, action: Callable[[], Any]) -> None:
         """Run a display action; on failure warn once and switch the display off."""
         if self._display_failed:
             return
         try:
-            action()
+            with self._lock:
+                action()
         except Exception as exc:  # a display problem must never stop training
             self._display_failed = True
             warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the display failed and is switched off for "
@@ -525,6 +556,10 @@ class LiveCallback(Callback):
         """Final status, final plot, static snapshot; close everything. Never raises."""
         # The run ended at on_train_end/on_eval_end; other callbacks' exits do not count.
         now = self._t_end if self._t_end is not None and exc is None else self._clock()
+        with self._lock:  # a timer's send still running ends first; none starts after this
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
         try:
             if exc is not None and any(isinstance(t, torch.Tensor) and t.device.type != "cpu" for t in self._losses):
                 self._losses = [math.nan] * len(self._losses)  # after a device error, reading could fail again
@@ -606,7 +641,8 @@ class LiveCallback(Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""
-        dropped = ("renderer", "_shared", "_siblings", "_cb_params", "_train_ctx", "_losses", "_append", "state")
+        dropped = ("renderer", "_shared", "_siblings", "_cb_params", "_train_ctx", "_losses", "_append", "state",
+                   "_lock", "_timer")
         return {key: value for key, value in self.__dict__.items() if key not in dropped}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -614,6 +650,7 @@ class LiveCallback(Callback):
         self.state = TrainingState()
         self._depth = 0
         self._prepared = False
+        self._lock = threading.RLock()
         self._init_run()
 
 

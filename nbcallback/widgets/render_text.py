@@ -138,6 +138,8 @@ class NullRenderer:
     """Shows nothing (``display='off'``, non-zero ranks): the renderer interface base.py calls."""
 
     text_interval = 5.0
+    #: Whether ``update`` may be called from a timer thread (a phase change sent while a step stalls).
+    late_updates = False
 
     def open(self, view: View, state: Any = None, status: bool = True) -> None: ...
     def update(self, view: View, state: Any = None, status: bool = True) -> None: ...

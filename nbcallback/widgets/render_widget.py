@@ -99,6 +99,11 @@ class WidgetRenderer(NullRenderer):
     _cursors: dict[str, Any] | None = field(default=None, init=False)
     text_interval = 1 / 3  # 3 Hz: under the 4 Hz cap, well within the 0.5 s floor when a check comes late
 
+    @property
+    def late_updates(self) -> bool:
+        """A comm message may go out from any thread in a Jupyter kernel; marimo sends only from the cell's."""
+        return self._marimo is None
+
     def open(self, view: View, state: TrainingState, status: bool = True) -> None:
         """Show the widget with everything so far in its first message (no update right after)."""
         spec, data = self._traits(view, state, status, full=True)

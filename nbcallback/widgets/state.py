@@ -167,6 +167,7 @@ class TrainingState:
             self.epochs_done = 0
             self._first_epoch: int | None = None
             self._epoch_open = False
+            self._epoch_began_at = 0  # the global step when the current epoch began
             self._epochs_ended = 0
             self._epochs_validated = 0
             self.global_step = 0
@@ -234,6 +235,7 @@ class TrainingState:
                 self._first_epoch = int(epoch)
             self.epoch = int(epoch)
             self._epoch_open = True
+            self._epoch_began_at = self.global_step
             self.phase = "train"
             self._eval_cut = False
             self._train_mark = None  # the first step of an epoch includes the loader's start-up
@@ -364,7 +366,9 @@ class TrainingState:
 
     @property
     def step_in_epoch(self) -> int:
-        """1-based step within the current epoch (0 before the first step)."""
+        """1-based step within the current epoch (0 before its first step)."""
+        if self._epoch_open and self.global_step == self._epoch_began_at:
+            return 0
         if self.global_step > self._first_global and self.steps_per_epoch:
             return (self.global_step - 1) % self.steps_per_epoch + 1
         return 0

@@ -564,6 +564,36 @@ try:
 finally:
     report("gated_combined", progress)
 ''',
+    "stalled_epoch": '''\
+class LateFirstBatch(Callback):
+    """Hold the first step of epoch ``epoch`` before it starts (its batch is late, as when a loader restarts its
+    workers) until the file ``release-<name>`` exists; ``paused-<name>`` holds the time and the global step."""
+
+    def __init__(self, name, epoch):
+        super().__init__()
+        self.epoch, self.release, self.paused = epoch, Path(f"release-{name}"), Path(f"paused-{name}")
+        self.release.unlink(missing_ok=True)
+        self.paused.unlink(missing_ok=True)
+        self.hold = False
+
+    def on_train_epoch_begin(self, run_context):
+        self.hold = run_context.original_args().cur_epoch_num == self.epoch
+
+    def on_train_step_begin(self, run_context):
+        if self.hold:
+            self.hold = False
+            self.paused.write_text(f"{time.time()} {run_context.original_args().cur_step_num}")
+            while not self.release.exists():
+                time.sleep(0.05)
+
+
+progress = ProgressBar()
+trainer = new_trainer()
+try:
+    trainer.fit(2, train_slice, test_slice, callbacks=[progress, LateFirstBatch("stalled_epoch", 2)])
+finally:
+    report("stalled_epoch", progress)
+''',
     "readme_progress": '''\
 trainer = new_trainer()
 trainer.fit(3, train_slice, test_slice, callbacks=[ProgressBar()])

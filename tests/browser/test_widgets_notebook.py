@@ -21,12 +21,14 @@ order; each drives its own cell:
 5. Hovering the loss panel shows a tooltip with the step and a value.
 6. ``ProgressBar()`` + ``LiveLossPlot()`` together: one status line live and
    one status/summary in the final snapshot.
-7. Save, shut the kernel down, reload: every run shows its static snapshot
+7. Validation ends and epoch 2's first batch is late (held): the page shows
+   epoch 2 at step 0 within a second, not the validation it last saw.
+8. Save, shut the kernel down, reload: every run shows its static snapshot
    (and PNG), no widget view or widget state is saved, no widget errors.
-8. (new kernel) Light and Dark themes: screenshots of the live dashboard and
+9. (new kernel) Light and Dark themes: screenshots of the live dashboard and
    of its final snapshot; the panel text colour follows the theme and stays
    readable (contrast > 4.5, drawn at >= 11 px).
-9. JupyterLab shows the kernel busy while a foreground ``fit`` with a
+10. JupyterLab shows the kernel busy while a foreground ``fit`` with a
    Dashboard runs and nobody clicks (the view sends nothing unprompted).
 
 Every test also checks that no output shows "Error displaying widget" or
@@ -399,7 +401,37 @@ def test_progressbar_with_liveplot_shows_one_status(notebook: harness.NotebookDr
     assert_page_healthy(nb)
 
 
-# ---------------------------------------------------------------------- 7. save and reload
+# ---------------------------------------------------------------------- 7. a late first batch
+
+
+def test_a_new_epoch_shows_while_its_first_batch_is_late(notebook: harness.NotebookDriver, artifacts: Path) -> None:
+    nb = notebook
+    cell = "stalled_epoch"
+    nb.start(cell)
+    try:
+        nb.wait_paused(cell)
+        held = time.monotonic()
+        nb.poll(cell, lambda r: any(b["label"] == "epoch 2/2" for b in r["bars"])
+                and harness.bar_steps(r) == (0, 188), 5, interval=0.02,
+                what="epoch 2 at step 0 while its first batch is late", while_running=True)
+        shown_after = time.monotonic() - held
+        nb.screenshot(cell, artifacts / "12a-late-first-batch.png")
+    finally:
+        nb.release(cell)
+    result = nb.wait(cell, timeout=300)
+    assert not result["errors"], result
+    facts = nb.result(cell)
+    assert facts["status"] == "finished" and facts["steps_done"] == 2 * 188, facts
+    assert nb.paused_at(cell) == 189, "the hold was not at epoch 2's first step (global step 189)"
+    wait_snapshot(nb, cell, png=False)
+    RAN[cell] = False
+    TIMINGS["late_first_batch_shown_after_s"] = round(shown_after, 2)
+    SUMMARY.append(f"late first batch: epoch 2 at step 0 shown {shown_after:.2f} s after the hold was seen")
+    assert shown_after <= MAX_GAP_S, f"epoch 2 showed {shown_after:.2f} s after its first batch was held"
+    assert_page_healthy(nb)
+
+
+# ---------------------------------------------------------------------- 8. save and reload
 
 
 def test_saved_notebook_reloads_with_static_snapshots(
@@ -446,7 +478,7 @@ def test_saved_notebook_reloads_with_static_snapshots(
     assert_page_healthy(nb)
 
 
-# ---------------------------------------------------------------------- 8. themes (after the reload: a new kernel)
+# ---------------------------------------------------------------------- 9. themes (after the reload: a new kernel)
 
 
 def _main_text(texts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -488,7 +520,7 @@ def test_dashboard_follows_light_and_dark_themes(notebook: harness.NotebookDrive
     assert_page_healthy(nb)
 
 
-# ---------------------------------------------------------------------- 9. busy
+# ---------------------------------------------------------------------- 10. busy
 
 
 def test_kernel_shows_busy_during_a_foreground_fit(notebook: harness.NotebookDriver) -> None:

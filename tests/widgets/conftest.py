@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import pytest
@@ -59,6 +60,16 @@ class Ticker(Callback):
 
     def on_eval_step_end(self, run_context) -> None:
         self.clock.advance(self.seconds / 3)
+
+
+class Pace(Callback):
+    """Make every training step last ``seconds`` longer (real time)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def on_train_step_end(self, run_context) -> None:
+        time.sleep(self.seconds)
 
 
 @pytest.fixture(scope="session", autouse=True)

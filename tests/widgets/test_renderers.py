@@ -8,6 +8,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -20,7 +22,7 @@ from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import LogRenderer, TTYRenderer
 from nbcallback.widgets.state import TrainingState
 from tests.widgets._reader import accumulate
-from tests.widgets.conftest import Ticker, batches, new_model, record_views
+from tests.widgets.conftest import Pace, Ticker, batches, new_model, record_views
 
 pytest.importorskip("anywidget")
 
@@ -530,3 +532,72 @@ def test_eval_phase_reaches_the_widget_during_fit(kernel: FakeDisplay, monkeypat
     monkeypatch.setattr(WidgetRenderer, "update", spy)
     model.fit(1, batches(30), batches(30, seed=1), callbacks=[Ticker(clock, 0.05), bar])
     assert ["epoch", "eval"] in seen and ["epoch", "train"] in seen
+
+
+class StallAtEpoch(Callback):
+    """Make the first training step of epoch ``epoch`` wait ``seconds`` for its batch, as a loader restarting its
+    workers does; ``window`` is when it waited (monotonic seconds)."""
+
+    def __init__(self, epoch: int, seconds: float) -> None:
+        self.epoch, self.seconds = epoch, seconds
+        self.window: tuple[float, float] | None = None
+        self._first = True
+
+    def on_train_epoch_begin(self, run_context) -> None:
+        self._first = run_context.original_args().cur_epoch_num == self.epoch
+
+    def on_train_step_begin(self, run_context) -> None:
+        if self._first:
+            self._first = False
+            began = time.monotonic()
+            time.sleep(self.seconds)
+            self.window = (began, time.monotonic())
+
+
+def test_a_new_epoch_shows_while_its_first_step_stalls(kernel: FakeDisplay, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validation ends, epoch 2 begins and its first batch takes a second: within one refresh interval the page
+    shows epoch 2's training bar at 0, not the validation it last saw (a frozen bar reads as a hung kernel); the
+    extra send keeps the interval between sends."""
+    interval = 0.2
+    arrivals: list[tuple[float, dict[str, Any]]] = []
+    original = WidgetRenderer.update
+
+    def spy(self, view, state, status=True):
+        if not hasattr(self, "sent"):
+            self.sent = record_views(self.widget)
+        original(self, view, state, status)
+        arrivals.append((time.monotonic(), self.sent[-1]))
+
+    monkeypatch.setattr(WidgetRenderer, "update", spy)
+    model, _ = new_model()
+    stall = StallAtEpoch(2, seconds=1.0)
+    bar = ProgressBar(display="widget", refresh_interval=interval)
+    model.fit(2, batches(40), batches(10, seed=1), callbacks=[stall, bar])
+    assert bar.view().status == "finished" and stall.window is not None
+    began, ended = stall.window
+    during = [(at, view) for at, view in arrivals if began <= at <= ended]
+    assert during, "nothing reached the page while the first step of epoch 2 waited for its batch"
+    at, view = during[0]
+    epoch, phase = view["bars"]
+    assert epoch["label"] == "epoch 2/2" and (phase["kind"], phase["value"]) == ("train", 0.0), view["bars"]
+    assert at - began <= interval + 0.25, f"shown {at - began:.2f} s after the stall began"
+    gaps = [later - earlier for (earlier, _), (later, _) in zip(arrivals, arrivals[1:])]
+    assert min(gaps) >= 0.8 * interval, gaps
+
+
+def test_while_steps_advance_the_training_thread_sends_every_view(kernel: FakeDisplay, monkeypatch) -> None:
+    """The timer that covers a late first batch sends nothing while steps come: the training thread refreshes
+    when due, with the steps it has just recorded."""
+    senders: list[str] = []
+    original = WidgetRenderer.update
+
+    def spy(self, view, state, status=True):
+        senders.append(threading.current_thread().name)
+        original(self, view, state, status)
+
+    monkeypatch.setattr(WidgetRenderer, "update", spy)
+    model, _ = new_model()
+    bar = ProgressBar(display="widget", refresh_interval=0.2)
+    model.fit(3, batches(100), batches(20, seed=1), callbacks=[Pace(0.005), bar])
+    assert bar.view().status == "finished"
+    assert len(senders) >= 5 and set(senders) == {threading.current_thread().name}, senders

@@ -132,6 +132,9 @@ def test_a_complete_validation_returns_to_the_train_phase_and_the_next_epoch_cle
     state.end_eval(clock(), complete=True)
     state.end_epoch(1, clock(), validated=True)
     assert state.view(clock()).phase == "train"
+    state.begin_epoch(2, clock())  # before its first step ends (a loader starting up): epoch 2 at step 0
+    view = state.view(clock())
+    assert (view.epoch, view.phase, view.step_in_epoch, view.epochs_done) == (2, "train", 0, 1)
     _train_epoch(state, clock, 2, 10, 0.01, step)
     state.finish(clock(), "finished")
     view = state.view(clock())
