@@ -36,9 +36,10 @@ __all__ = ["LiveCallback"]
 _DISCARD = collections.deque(maxlen=0).append  # a C-level no-op "append"
 _CHECK_PERIOD = 0.05  # seconds between clock checks: well under one refresh interval
 _MAX_STRIDE = 4096  # a slowdown after very fast steps is noticed within this many steps
-#: After a phase change, how long past the due refresh the timer leaves to the training thread (two clock checks)
-#: before it sends: while steps advance, the training thread refreshes first, with the steps it recorded.
-_LATE_GRACE = 2 * _CHECK_PERIOD
+#: After a phase change, how long past the due refresh the timer leaves to the training thread (three clock checks)
+#: before it sends; a training thread that checked the clock this recently gets as long again: while steps
+#: advance, the training thread refreshes, with the steps it recorded.  Due + grace stays under the 0.5 s floor.
+_LATE_GRACE = 3 * _CHECK_PERIOD
 #: Arguments of the PNG-in-the-kernel design (before 0.8), accepted with a warning.
 _REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
 
@@ -508,13 +509,12 @@ class LiveCallback(Callback):
         that is not due yet is left to a timer, in case no step comes to refresh when it is due."""
         if self._run_kind is None or self.mode == "off" or self._display_failed:
             return
-        wait = self._t_refresh + self._interval - now
-        if wait <= 0:
-            self._send(now)
-        elif boundary and self._timer is None and self.renderer.late_updates:
-            timer = self._timer = threading.Timer(wait + _LATE_GRACE, lambda: self._late_send(timer))
-            timer.daemon = True
-            timer.start()
+        with self._lock:  # the timer may have just sent
+            wait = self._t_refresh + self._interval - now
+            if wait <= 0:
+                self._send(now)
+            elif boundary and self._timer is None and self.renderer.late_updates:
+                self._arm(wait + _LATE_GRACE)
 
     def _send(self, now: float) -> None:
         with self._lock:
@@ -526,28 +526,45 @@ class LiveCallback(Callback):
             self._t_refresh = now
             self._refreshes += 1
 
+    def _arm(self, delay: float) -> None:
+        """Have :meth:`_late_send` run on a timer thread in ``delay`` seconds (none if no thread can start)."""
+        timer = self._timer = threading.Timer(delay, lambda: self._late_send(timer))
+        timer.daemon = True
+        timer.name = "nbcallback-late-send"
+        try:
+            timer.start()
+        except RuntimeError:  # no thread to spare: the phase change waits for the next step, as without a timer
+            self._timer = None
+
     def _late_send(self, timer: threading.Timer) -> None:
-        """The timer's send (on its own thread): no step has refreshed since the phase changed, so the state the
-        training thread recorded then is still current."""
+        """The timer's send, when no step has refreshed since the phase changed: the state the training thread
+        recorded then is still current.  While the training thread still checks the clock (slow steps), it is
+        left to refresh when it next checks, and the timer looks again a little later."""
         with self._lock:
-            if self._timer is timer and self._run_kind is not None:
-                self._send(self._clock())
+            if self._timer is not timer or self._run_kind is None:
+                return
+            now = self._clock()
+            if now - self._t_check < _LATE_GRACE:
+                self._arm(_LATE_GRACE)
+            else:
+                self._send(now)
 
     def _guard(self, action: Callable[[], Any]) -> None:
         """Run a display action; on failure warn once and switch the display off."""
-        if self._display_failed:
-            return
-        try:
-            with self._lock:
-                action()
-        except Exception as exc:  # a display problem must never stop training
-            self._display_failed = True
-            warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the display failed and is switched off for "
-                          f"this run ({type(exc).__name__}: {exc}); training continues.", RuntimeWarning, stacklevel=3)
+        with self._lock:
+            if self._display_failed:
+                return
             try:
-                self.renderer.abort()
-            except Exception:  # already failing; the warning above says why
-                pass
+                action()
+            except Exception as exc:  # a display problem must never stop training
+                self._display_failed = True
+                warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the display failed and is switched off "
+                              f"for this run ({type(exc).__name__}: {exc}); training continues.", RuntimeWarning,
+                              stacklevel=3)
+                try:
+                    self.renderer.abort()
+                except Exception:  # already failing; the warning above says why
+                    pass
 
     # ------------------------------------------------------------------ the end
 

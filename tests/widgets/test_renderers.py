@@ -8,8 +8,10 @@ from __future__ import annotations
 import base64
 import io
 import json
+import random
 import threading
 import time
+import warnings
 from typing import Any
 
 import pytest
@@ -601,3 +603,46 @@ def test_while_steps_advance_the_training_thread_sends_every_view(kernel: FakeDi
     model.fit(3, batches(100), batches(20, seed=1), callbacks=[Pace(0.005), bar])
     assert bar.view().status == "finished"
     assert len(senders) >= 5 and set(senders) == {threading.current_thread().name}, senders
+
+
+def test_the_timer_and_slow_steps_never_send_twice_within_an_interval(kernel: FakeDisplay, monkeypatch) -> None:
+    """Steps of 50-200 ms (a clock check at every step) and sends that take 30 ms: the timer's send and the
+    training thread's refresh take turns under one lock, so two sends never come closer than the interval."""
+    interval = 0.2
+    starts: list[float] = []
+    original = WidgetRenderer.update
+
+    def slow_update(self, view, state, status=True):
+        starts.append(time.monotonic())
+        time.sleep(0.03)
+        original(self, view, state, status)
+
+    class Uneven(Callback):
+        def __init__(self) -> None:
+            self.pace = random.Random(1)
+
+        def on_train_step_end(self, run_context) -> None:
+            time.sleep(self.pace.uniform(0.05, 0.2))
+
+    monkeypatch.setattr(WidgetRenderer, "update", slow_update)
+    model, _ = new_model()
+    bar = ProgressBar(display="widget", refresh_interval=interval)
+    model.fit(10, batches(3), batches(2, seed=1), callbacks=[Uneven(), bar])
+    assert bar.view().status == "finished" and len(starts) >= 10
+    gaps = [later - earlier for earlier, later in zip(starts, starts[1:])]
+    assert min(gaps) >= 0.8 * interval, sorted(gaps)[:3]
+
+
+def test_no_thread_for_the_timer_costs_the_late_send_only(kernel: FakeDisplay, monkeypatch) -> None:
+    """Where no thread can start (a container at its limit), training goes on without the late send."""
+    def refuse(self) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Timer, "start", refuse)
+    model, _ = new_model()
+    bar = ProgressBar(display="widget", refresh_interval=0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not even a warning: the display still works
+        model.fit(2, batches(20), batches(5, seed=1), callbacks=[StallAtEpoch(2, seconds=0.5), bar])
+    view = bar.view()
+    assert view.status == "finished" and view.steps_done == 40
