@@ -376,8 +376,8 @@ class LiveCallback(Callback):
 
     @_counted
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
-        now = self._clock()
-        self.state.begin_epoch(int(self._cb_params.get("cur_epoch_num", 1)), now)
+        now, cb_params = self._clock(), self._cb_params
+        self.state.begin_epoch(int(cb_params.get("cur_epoch_num", 1)), now, int(cb_params.get("cur_step_num", 0)))
         self._apply_pending(run_context, eval_phase=False)
         self._refresh(now, boundary=True)  # the first step may wait seconds for its batch (loader workers starting)
 

@@ -228,11 +228,18 @@ class TrainingState:
             if self.lr is not None and kind == "train":
                 self._lr_series.add(self._first_global, self.lr)
 
-    def begin_epoch(self, epoch: int, now: float) -> None:
-        """A training epoch starts (``epoch`` as ``cb_params.cur_epoch_num``)."""
+    def begin_epoch(self, epoch: int, now: float, global_step: int | None = None) -> None:
+        """A training epoch starts (``epoch``, ``global_step``: ``cb_params.cur_epoch_num``, ``cur_step_num``).
+
+        A run's first epoch may start past its planned start: a callback resumed it (``BackupAndRestore``) after
+        :meth:`start`.  The steps and whole epochs already trained then count as done.
+        """
         with self._lock:
             if self._first_epoch is None:
-                self._first_epoch = int(epoch)
+                self.global_step = max(self.global_step, int(global_step or 0))
+                resumed = (self.global_step - self._first_global) // self.steps_per_epoch if self.steps_per_epoch else 0
+                self._first_epoch = int(epoch) - resumed
+                self.epochs_done += resumed
             self.epoch = int(epoch)
             self._epoch_open = True
             self._epoch_began_at = self.global_step

@@ -334,3 +334,23 @@ def test_arguments_of_the_png_design_warn_and_typos_still_fail(factory) -> None:
         factory(display="off", width=600, dpi=80)
     with pytest.raises(TypeError, match="unexpected keyword argument 'plot_intervall'"):
         factory(display="off", plot_intervall=2.0)
+
+
+def test_a_resumed_run_counts_what_was_trained_before_it() -> None:
+    """BackupAndRestore resumes a fit in on_train_begin (here: epoch 2, 10 of its 40 steps done, 50 in all):
+    the display keeps the planned epochs (2/3, not 2/4) and counts the epoch trained before as done."""
+
+    class Resume(Callback):
+        def on_train_begin(self, run_context) -> None:
+            run_context.original_args()["resume_from"] = {"epoch": 1, "step_in_epoch": 10, "cur_step_num": 50}
+
+    model, _ = new_model()
+    out = io.StringIO()
+    bar = ProgressBar(display="text", file=out)
+    model.fit(3, batches(40), None, callbacks=[Resume(), bar])
+    view = bar.view()
+    assert (view.epoch, view.last_epoch, view.epochs_done, view.epochs) == (3, 3, 3, 3)
+    assert (view.steps_done, view.total_steps) == (120, 120)
+    lines = out.getvalue().splitlines()
+    assert [line.split(" · ")[0] for line in lines if line.startswith("epoch ")] == ["epoch 2/3", "epoch 3/3"]
+    assert "3/3 epochs, 120/120 steps" in out.getvalue()
