@@ -378,7 +378,7 @@ class LiveCallback(Callback):
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
         now, cb_params = self._clock(), self._cb_params
         self.state.begin_epoch(int(cb_params.get("cur_epoch_num", 1)), now, int(cb_params.get("cur_step_num", 0)))
-        self._apply_pending(run_context, eval_phase=False)
+        self._apply_pending(run_context, eval_phase=False, stops=False)
         self._refresh(now, boundary=True)  # the first step may wait seconds for its batch (loader workers starting)
 
     def on_train_step_end(self, run_context: RunContext) -> None:
@@ -459,8 +459,9 @@ class LiveCallback(Callback):
             self._record(now)
             self._refresh(now)
 
-    def _apply_pending(self, run_context: RunContext, eval_phase: bool) -> None:
-        """Apply stop / learning-rate requests: always on the training thread, between steps."""
+    def _apply_pending(self, run_context: RunContext, eval_phase: bool, stops: bool = True) -> None:
+        """Apply stop / learning-rate requests: always on the training thread, between steps.  ``stops=False``
+        (an epoch begins: the loop runs its first step anyway) leaves a stop to that step's end, where it is."""
         if not self._pending:
             return
         self._pending = False
@@ -473,6 +474,9 @@ class LiveCallback(Callback):
             shared.request_stop(self._prestop)
             self._prestop = None
         if shared is None or shared.stop_reason is None or shared.stop_where is not None:
+            return
+        if not stops:
+            self._pending = True
             return
         step = int(cb_params.get("cur_step_num", 0))
         if self._run_kind == "eval":

@@ -354,3 +354,23 @@ def test_a_resumed_run_counts_what_was_trained_before_it() -> None:
     lines = out.getvalue().splitlines()
     assert [line.split(" · ")[0] for line in lines if line.startswith("epoch ")] == ["epoch 2/3", "epoch 3/3"]
     assert "3/3 epochs, 120/120 steps" in out.getvalue()
+
+
+def test_a_stop_between_two_epochs_names_the_step_where_the_run_stopped() -> None:
+    """Requested after epoch 1 ended, the stop takes effect at the end of epoch 2's first step (the loop runs it
+    anyway): the status says epoch 2, step 1, as the bar does, not epoch 2 with epoch 1's last step number."""
+
+    class StopAfterEpoch1(Callback):
+        def __init__(self, bar: ProgressBar) -> None:
+            self.bar = bar
+
+        def on_train_epoch_end(self, run_context) -> None:
+            if run_context.original_args().cur_epoch_num == 1:
+                self.bar.request_stop()
+
+    model, _ = new_model()
+    bar = ProgressBar(display="text", file=io.StringIO())
+    model.fit(3, batches(20), batches(5, seed=1), callbacks=[bar, StopAfterEpoch1(bar)])
+    view = bar.view()
+    assert (view.status, view.epoch, view.step_in_epoch, view.steps_done) == ("stopped", 2, 1, 21)
+    assert view.status_text == "stopped by user at epoch 2, step 1 (request_stop())"
