@@ -36,9 +36,8 @@ __all__ = ["LiveCallback"]
 _DISCARD = collections.deque(maxlen=0).append  # a C-level no-op "append"
 _CHECK_PERIOD = 0.05  # seconds between clock checks: well under one refresh interval
 _MAX_STRIDE = 4096  # a slowdown after very fast steps is noticed within this many steps
-#: After a phase change, how long past the due refresh the timer leaves to the training thread (three clock checks)
-#: before it sends; a training thread that checked the clock this recently gets as long again: while steps
-#: advance, the training thread refreshes, with the steps it recorded.  Due + grace stays under the 0.5 s floor.
+#: After a phase change, how long past the due refresh the timer waits (three clock checks) before it sends,
+#: and again while the training thread has checked the clock within it (steps still come and refresh).
 _LATE_GRACE = 3 * _CHECK_PERIOD
 #: Arguments of the PNG-in-the-kernel design (before 0.8), accepted with a warning.
 _REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
@@ -521,14 +520,17 @@ class LiveCallback(Callback):
                 self._arm(wait + _LATE_GRACE)
 
     def _send(self, now: float) -> None:
-        with self._lock:
-            if self._timer is not None:  # this send shows the phase change: the timer has nothing to do
-                self._timer.cancel()
-                self._timer = None
-            view = self._live_view(now)
-            self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
-            self._t_refresh = now
-            self._refreshes += 1
+        """Send the state now (the caller holds the lock); a timer has nothing left to do."""
+        self._disarm()
+        view = self._live_view(now)
+        self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
+        self._t_refresh = now
+        self._refreshes += 1
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _arm(self, delay: float) -> None:
         """Have :meth:`_late_send` run on a timer thread in ``delay`` seconds (none if no thread can start)."""
@@ -578,9 +580,7 @@ class LiveCallback(Callback):
         # The run ended at on_train_end/on_eval_end; other callbacks' exits do not count.
         now = self._t_end if self._t_end is not None and exc is None else self._clock()
         with self._lock:  # a timer's send still running ends first; none starts after this
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._disarm()
         try:
             if exc is not None and any(isinstance(t, torch.Tensor) and t.device.type != "cpu" for t in self._losses):
                 self._losses = [math.nan] * len(self._losses)  # after a device error, reading could fail again
