@@ -14,7 +14,9 @@ shares the machine's load of the moment):
    (``final_seconds``).  Target <= 0.5 %.  The paired wall and training-thread
    CPU ratios to the bare run are printed too; on a shared 2-core VM their
    spread (``control``: a second bare run paired like the others, an A/A test)
-   is larger than the effect.
+   is larger than the effect.  Five more ``Dashboard`` fits after the runs split
+   the live time into the calls into ipywidgets, anywidget and IPython (creating
+   the widget, ``display``, messages) and nbcallback's own work.
 2. **End-of-run snapshot** (``final_seconds``: final PNG + static HTML snapshot
    + replacing the output + closing the widget).  Target <= 300 ms.  Broken
    down in the kernel (matplotlib figure and drawing vs. the 128-colour PNG
@@ -99,6 +101,52 @@ def run(name, pair):
                     "display": cb.view().display_seconds if cb else 0.0,
                     "final": cb.final_seconds if cb else 0.0,
                     "png_bytes": len(cb.last_png or b"") if cb else 0}})
+"""
+
+#: Where the live time goes: more Dashboard fits (left out of the results) with the calls into ipywidgets, anywidget
+#: and IPython timed (outermost call only, until the end of the run begins); the rest is nbcallback's own work.
+KERNEL_LIVE_SPLIT = """\
+import functools, statistics
+import IPython.display
+from nbcallback.widgets.render_widget import DashboardWidget, WidgetRenderer
+LIB, DEPTH, SPLITS = {}, [0], []
+def library(label, call):
+    @functools.wraps(call)
+    def timed(*args, **kwargs):
+        DEPTH[0] += 1
+        started = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            DEPTH[0] -= 1
+            if DEPTH[0] == 0 and "live" in LIB:
+                LIB[label] = LIB.get(label, 0.0) + time.perf_counter() - started
+                LIB[label + "_calls"] = LIB.get(label + "_calls", 0) + 1
+    return timed
+finish = WidgetRenderer.finish
+def ending(self, *args, **kwargs):
+    LIB.pop("live", None)
+    return finish(self, *args, **kwargs)
+patched = [(DashboardWidget, "__init__", "create"), (IPython.display, "display", "display"),
+           (DashboardWidget, "send", "send"), (DashboardWidget, "send_state", "send")]
+originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
+for owner, name, label in patched:
+    setattr(owner, name, library(label, getattr(owner, name)))
+WidgetRenderer.finish = ending
+try:
+    for _ in range(5):
+        LIB.clear()
+        LIB["live"] = True
+        run("Dashboard", -1)
+        LIB.pop("live", None)
+        SPLITS.append({"live_ms": 1000 * (RESULTS[-1]["display"] - RESULTS[-1]["final"]),
+                       **{key: 1000 * value if isinstance(value, float) else value for key, value in LIB.items()}})
+finally:
+    for owner, name, call in originals:
+        setattr(owner, name, call)
+    WidgetRenderer.finish = finish
+keys = sorted({key for split in SPLITS for key in split})
+print("LIVE_SPLIT=" + json.dumps({key: statistics.median(split.get(key, 0) for split in SPLITS) for key in keys}))
 """
 
 #: Where the end of a run goes: the final PNG drawn again from the last Dashboard's state, timed in parts.
@@ -192,6 +240,7 @@ def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, config
             pair = [("none", f"{name}:{rep}"), (name, f"{name}:{rep}")]
             plan += pair if (rep + index) % 2 == 0 else pair[::-1]
     cells += [f"run({name!r}, {pair!r})" for name, pair in plan]
+    cells.append(KERNEL_LIVE_SPLIT)
     cells.append(KERNEL_PROFILE)
     cells.append("print('RESULTS=' + json.dumps(RESULTS))")
     setup = KERNEL_SETUP.format(repo=str(REPO), seed=seed, limit=limit, data=str(data))
@@ -203,6 +252,7 @@ def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, config
     stream = lambda cell: "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")  # noqa: E731
     results = [r for r in json.loads(stream(saved.cells[-1]).split("RESULTS=", 1)[1]) if r["pair"] != -1]
     profile = json.loads(stream(saved.cells[-2]).split("PROFILE=", 1)[1])
+    live_split = json.loads(stream(saved.cells[-3]).split("LIVE_SPLIT=", 1)[1])
     traffic: dict[str, list[dict]] = {name: [] for name in configs}
     for index, (name, _pair) in enumerate(plan):
         cell_index = index + 2  # setup, warm-up
@@ -212,7 +262,7 @@ def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, config
             1 for o in saved.cells[cell_index].get("outputs", [])
             if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
         traffic[name].append(stats)
-    return {"configs": list(configs), "runs": results, "traffic": traffic, "profile": profile,
+    return {"configs": list(configs), "runs": results, "traffic": traffic, "profile": profile, "live_split": live_split,
             "saved_notebook_bytes": saved_bytes, "widget_views_left": widget_view_outputs(saved),
             "widget_models_saved": len(our_widget_models(saved)),
             "widget_models_saved_names": sorted(set(our_widget_models(saved))),
@@ -363,7 +413,15 @@ def table(out: dict) -> str:
                   f"{out['widget_state_stock_nbclient_bytes'] / 1000:.0f} KB for {out['widgets_opened']} live widgets, "
                   f"{out['widget_state_stock_nbclient_bytes'] / max(1, out['widgets_opened']) / 1000:.1f} KB per fit, "
                   "see the README)."]
-    profile, cold = out.get("profile") or {}, out.get("cold") or {}
+    profile, cold, split = out.get("profile") or {}, out.get("cold") or {}, out.get("live_split") or {}
+    if split:
+        library = sum(split.get(key, 0.0) for key in ("create", "display", "send"))
+        lines += ["", f"Where the live time goes (Dashboard, 5 more fits after the runs, medians, the calls into ipywidgets, "
+                      f"anywidget and IPython timed): {split['live_ms']:.1f} ms live, of which {library:.1f} ms in those "
+                      f"libraries: creating the widget (its model and comm) {split.get('create', 0):.1f} ms, showing it "
+                      f"(`display`, which first flushes stdout and stderr) {split.get('display', 0):.1f} ms, "
+                      f"{split.get('send_calls', 0):.0f} messages {split.get('send', 0):.1f} ms; nbcallback's own work "
+                      f"(state, losses, view and series delta, hooks) {split['live_ms'] - library:.1f} ms."]
     if profile:
         lines += ["", f"Where the end of a run goes ({profile['callback']}, {profile['panels']} panels, "
                       f"{profile['pixels'][1]}x{profile['pixels'][0]} px, {profile['png_bytes'] / 1000:.1f} KB PNG; "
@@ -412,6 +470,7 @@ def main() -> None:
     out["steps"] = raw["runs"][0]["steps"]
     out["kernel"] = summarize_kernel(raw)
     out["profile"] = raw["profile"]
+    out["live_split"] = raw["live_split"]
     for key in ("saved_notebook_bytes", "widget_views_left", "widget_models_saved", "widget_models_saved_names",
                 "widget_models_stock_nbclient", "widget_state_stock_nbclient_bytes", "widgets_opened"):
         out[key] = raw[key]
