@@ -161,6 +161,8 @@ class LiveCallback(Callback):
             raise ValueError(f"display must be one of {DISPLAY_MODES}, got {display!r}")
         if refresh_interval is not None and refresh_interval <= 0:
             raise ValueError(f"refresh_interval must be > 0, got {refresh_interval!r}")
+        if log_interval <= 0:  # checked here, not only where a log is written (CI), so every display rejects it
+            raise ValueError(f"log_interval must be > 0 (seconds between log lines), got {log_interval!r}")
         if live_rows < 0 or max_rows < 1:
             raise ValueError(f"live_rows must be >= 0 and max_rows >= 1, got {live_rows!r}, {max_rows!r}")
         self.display = display

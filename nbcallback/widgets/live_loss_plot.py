@@ -44,6 +44,10 @@ class LiveLossPlot(LiveCallback):
             raise ValueError(f"lr_panel must be 'auto', True or False, got {lr_panel!r}")
         self.save_path = Path(save_path) if save_path is not None else None
         self.groups = dict(groups) if groups else None
+        for title, names in (self.groups or {}).items():
+            if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+                raise TypeError(f"groups[{title!r}] must be a list of metric names, e.g. "
+                                f"groups={{{title!r}: ['accuracy', 'precision']}}, got {names!r}")
         self.panels = list(panels)
         if not all(isinstance(panel, Panel) for panel in self.panels):
             example = "Panel('acc', [Line('eval:acc', 'acc')])"

@@ -51,6 +51,18 @@ def test_display_resolution_order() -> None:
         ProgressBar(display="fancy")
 
 
+def test_bad_arguments_are_refused_where_the_callback_is_made() -> None:
+    # log_interval is only read where log lines are written (CI, a pipe): it used to fail there, at the run's start
+    with pytest.raises(ValueError, match=r"log_interval must be > 0 \(seconds between log lines\), got 0"):
+        ProgressBar(log_interval=0)
+    # a string is a sequence of one-letter "metric names": one empty panel per letter
+    with pytest.raises(TypeError, match=r"groups\['acc'\] must be a list of metric names, e\.g\. groups="):
+        LiveLossPlot(groups={"acc": "accuracy"})
+    with pytest.raises(TypeError, match=r"got \[1\]"):
+        Dashboard(groups={"acc": [1]})
+    assert LiveLossPlot(groups={"quality": ("accuracy", "precision")}).groups == {"quality": ("accuracy", "precision")}
+
+
 def test_import_is_light() -> None:
     code = (
         "import sys, nbcallback.widgets as w\n"
