@@ -1,6 +1,7 @@
 """``LiveLossPlot``: the training and evaluation curves, live in the browser, as a PNG at the end."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -20,7 +21,8 @@ class LiveLossPlot(LiveCallback):
 
     Args:
         display: see :class:`~nbcallback.widgets.base.LiveCallback`.
-        save_path: write the final PNG there at the end of every run (folders are created).
+        save_path: write the final PNG to this file at the end of every run (folders are created; where it cannot
+            be written, a warning says why and the run still returns normally).
         groups: metric panels after the loss panel, ``{title: [metric names]}``; by default each other metric
             has its own panel (at most 3).
         panels: more :class:`~nbcallback.widgets.panels.Panel` s, drawn after those.
@@ -43,6 +45,9 @@ class LiveLossPlot(LiveCallback):
         if lr_panel not in ("auto", True, False):
             raise ValueError(f"lr_panel must be 'auto', True or False, got {lr_panel!r}")
         self.save_path = Path(save_path) if save_path is not None else None
+        if self.save_path is not None and self.save_path.is_dir():
+            raise ValueError(f"save_path {str(save_path)!r} is a folder; give the PNG's file name, e.g. "
+                             f"save_path={str(self.save_path / 'loss.png')!r}")
         self.groups = dict(groups) if groups else None
         for title, names in (self.groups or {}).items():
             if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
@@ -59,7 +64,14 @@ class LiveLossPlot(LiveCallback):
         return super()._wants_png() or self.save_path is not None
 
     def _on_final_png(self, png: bytes | None) -> None:
-        if png is not None and self.save_path is not None:
-            saved = save_png(self.save_path, png)
-            if hasattr(self.renderer, "saved_to"):
-                self.renderer.saved_to = str(saved)
+        if png is None or self.save_path is None:
+            return
+        try:
+            note = self.words("text_plot_saved", path=save_png(self.save_path, png))
+        except OSError as exc:  # the run itself went well: warn, keep the plot, return normally
+            warnings.warn(f"{type(self).__name__}: the final plot could not be saved to {str(self.save_path)!r} "
+                          f"({type(exc).__name__}: {exc.strerror or exc}); it is kept in .last_png. Pass a path "
+                          "that can be written, e.g. save_path='plots/loss.png'.", RuntimeWarning, stacklevel=2)
+            note = self.words("text_plot_not_saved", path=self.save_path)
+        if hasattr(self.renderer, "plot_note"):
+            self.renderer.plot_note = note

@@ -153,7 +153,7 @@ class _TextBase(NullRenderer):
         self.parts = parts
         self.w = w
         self._stream = stream
-        self.saved_to: str | None = None
+        self.plot_note: str | None = None  # a plot alone: the line about its PNG (where it was saved)
 
     @property
     def stream(self) -> TextIO:
@@ -196,7 +196,7 @@ class _TextBase(NullRenderer):
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         """The run summary (and the metrics table); for a plot alone, where its PNG was saved."""
         if not self.parts & {"progress", "table"}:  # the progress callbacks print the summary
-            self._line(self.w("text_plot_saved", path=self.saved_to) if self.saved_to else self.w("text_plot_none"))
+            self._line(self.plot_note or self.w("text_plot_none"))
             return
         self._line(run_summary(view, self.w))
         rest = [view.error] if view.error else []

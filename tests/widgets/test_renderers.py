@@ -379,7 +379,7 @@ def test_log_renderer_lines() -> None:
     assert "\r" not in out.getvalue() and "\x1b" not in out.getvalue()
     plot_out = io.StringIO()
     plot = LogRenderer(frozenset({"plot"}), plot_out)
-    plot.saved_to = "runs/loss.png"
+    plot.plot_note = "loss plot: runs/loss.png"
     plot.finish(state.view(clock()), b"png")
     assert plot_out.getvalue() == "loss plot: runs/loss.png\n"
 

@@ -85,6 +85,24 @@ def test_final_png_of_a_three_epoch_run(tmp_path_factory: pytest.TempPathFactory
     assert view.rows[-1].values["accuracy"] > 0.85  # the signal was learnt
 
 
+def test_a_path_that_cannot_be_written_warns_and_the_run_returns(tmp_path: Path) -> None:
+    """The run went well: a bad save_path must not turn it into an exception after the last step."""
+    (tmp_path / "plots").mkdir()
+    with pytest.raises(ValueError, match=r"save_path '.*plots' is a folder; give the PNG's file name, e\.g\. save_path="):
+        LiveLossPlot(save_path=tmp_path / "plots")
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    out = io.StringIO()
+    plot = LiveLossPlot(display="text", file=out, save_path=blocker / "loss.png")
+    model, _ = new_model()
+    with pytest.warns(RuntimeWarning, match=r"could not be saved to '.*loss\.png' \(.*\); it is kept in \.last_png\. "
+                                            r"Pass a path that can be written"):
+        model.train(1, batches(30), callbacks=[plot])  # returns normally
+    assert plot.last_png is not None and plot.last_png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out.getvalue().strip().splitlines()[-1] == f"loss plot: not saved to {blocker / 'loss.png'}, see the warning above"
+    assert blocker.read_text() == "a file where a folder should be"  # nothing else touched
+
+
 def test_saved_snapshot_stays_small_for_any_number_of_epochs() -> None:
     """1000 epochs with evaluation: table capped, series bounded, snapshot <= 100 KB."""
     import math
