@@ -332,6 +332,9 @@ class LiveCallback(Callback):
         self._prepared = True
 
     def _start(self, kind: str, cb_params: Any, now: float) -> None:
+        if sum(other is self for other in cb_params.get("list_callback") or ()) > 1:
+            raise ValueError(f"callbacks holds the same {type(self).__name__} twice (its hooks would count every "
+                             "step twice); pass it once")
         self._cb_params, self._run_kind = cb_params, kind
         shared = cb_params.get(SHARED_KEY)
         if not isinstance(shared, RunShared):

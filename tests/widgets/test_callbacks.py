@@ -63,6 +63,22 @@ def test_bad_arguments_are_refused_where_the_callback_is_made() -> None:
     assert LiveLossPlot(groups={"quality": ("accuracy", "precision")}).groups == {"quality": ("accuracy", "precision")}
 
 
+def test_the_same_callback_twice_in_one_run_is_refused() -> None:
+    # Its hooks would run twice per event: "4/2 epochs" and every table row twice.
+    model, _ = new_model()
+    out = io.StringIO()
+    bar = ProgressBar(display="text", file=out)
+    message = r"callbacks holds the same ProgressBar twice \(its hooks would count every step twice\); pass it once"
+    with pytest.raises(ValueError, match=message):
+        model.fit(2, batches(20), batches(5, seed=1), callbacks=[bar, bar])
+    with pytest.raises(ValueError, match=message):
+        model.eval(batches(5), callbacks=[bar, bar])
+    assert out.getvalue() == ""  # refused before anything was shown
+    model.fit(2, batches(20), batches(5, seed=1), callbacks=[bar])  # once is fine, the same object afterwards too
+    view = bar.view()
+    assert (view.status, view.epochs_done, view.rows_total) == ("finished", 2, 2)
+
+
 def test_import_is_light() -> None:
     code = (
         "import sys, nbcallback.widgets as w\n"
