@@ -55,6 +55,13 @@ def metric(value: Any) -> str:
     return text if len(text) <= 24 else text[:23] + "…"
 
 
+def shown_loss(view: View) -> float | None:
+    """The smoothed loss, or the last step's when that is NaN or infinite: the average leaves such steps out, and
+    a run whose loss has blown up must say so."""
+    last = view.last_loss
+    return last if last is not None and not math.isfinite(last) else view.loss
+
+
 def progress_parts(view: View, w: Words = words) -> dict[str, str]:
     """The pieces every renderer shows: ``epoch``, ``phase``, ``steps``, ``rate``, ``time``,
     ``eta_total``, ``loss`` and ``lr`` (the last three may be '')."""
@@ -84,7 +91,7 @@ def progress_parts(view: View, w: Words = words) -> dict[str, str]:
         # An ended run has no time left to predict.
         "time": f"{duration(view.elapsed)}<{duration(eta)}" if running else duration(view.elapsed),
         "eta_total": eta_total,
-        "loss": "" if view.loss is None else w("loss_value", value=number(view.loss)),
+        "loss": "" if shown_loss(view) is None else w("loss_value", value=number(shown_loss(view))),
         "lr": "" if view.lr is None else w("lr_value", value=number(view.lr, 3)),
     }
 
@@ -100,8 +107,8 @@ def run_summary(view: View, w: Words = words) -> str:
     else:
         total = "?" if view.eval_steps is None else view.eval_steps
         bits = [w("summary_eval", status=status, steps=f"{view.eval_step}/{total}", elapsed=elapsed)]
-    if view.loss is not None:
-        bits.append(w("summary_loss", value=number(view.loss)))
+    if shown_loss(view) is not None:
+        bits.append(w("summary_loss", value=number(shown_loss(view))))
     return w("list_separator").join(bits)
 
 
@@ -185,8 +192,8 @@ class _TextBase(NullRenderer):
             return
         last = "?" if view.last_epoch is None else view.last_epoch
         bits = [self.w("epoch_of", epoch=view.epoch, last=last)]
-        if view.loss is not None:
-            bits.append(self.w("loss_value", value=number(view.loss)))
+        if shown_loss(view) is not None:
+            bits.append(self.w("loss_value", value=number(shown_loss(view))))
         if view.rows and view.rows[-1].epoch == view.epoch:
             row = view.rows[-1]
             values = " ".join(f"{name} {metric(value)}" for name, value in row.values.items())

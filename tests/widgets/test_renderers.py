@@ -141,6 +141,23 @@ def test_payload_of_a_stand_alone_evaluation_and_of_an_lr_change() -> None:
     assert payload(train.view(clock()), PROGRESS)["status"]["note"] == "lr set to 0.02 at step 30"
 
 
+def test_a_loss_that_blew_up_shows_as_nan_not_as_the_last_good_average() -> None:
+    state, clock = _state()  # smoothed loss over steps 1-30, all finite
+    finite = payload(state.view(clock()), frozenset({"progress"}))["bars"][0]["text"]
+    state.record_steps(clock(), 35, [0.02, float("nan"), float("nan"), float("inf"), float("nan")])
+    view = state.view(clock())
+    assert view.loss is not None and view.loss == view.loss  # the average leaves the NaN steps out ...
+    bar = payload(view, frozenset({"progress"}))["bars"][0]["text"]
+    assert "loss nan" in bar and "loss nan" not in finite  # ... but the bar shows the blown-up loss
+    state.finish(clock(), "finished")
+    out = io.StringIO()
+    LogRenderer(frozenset({"progress"}), out).finish(state.view(clock(), live_rows=None), None)
+    assert out.getvalue().splitlines()[0].endswith(", loss nan")
+    state.start(clock(), epochs=1, steps_per_epoch=10)
+    state.record_steps(clock(), 2, [float("nan"), 0.5])  # a NaN step, then a finite one: the average again
+    assert "loss 0.5" in payload(state.view(clock()), frozenset({"progress"}))["bars"][0]["text"]
+
+
 def test_text_table_of_an_evaluation_without_metrics_is_aligned() -> None:
     """A one-column table (``Model.eval`` with no metrics: only the time) is a table, not "rows omitted" lines."""
     from nbcallback.widgets.render_text import text_table
