@@ -223,6 +223,29 @@ def _bar(done: float, total: float, width: int, unicode: bool) -> str:
     return ("█" * full + (" ▏▎▍▌▋▊▉"[rest] if full < width and rest else "")).ljust(width)
 
 
+def _is_tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed or detached stream
+        return False
+
+
+class _ClearsTheLine:
+    """Stands in for the terminal's ``sys.stdout`` or ``sys.stderr`` while a progress line is shown: what another
+    callback prints (``LossMonitor``'s lines, a warning) first clears the line, which the next refresh draws below."""
+
+    def __init__(self, stream: TextIO, renderer: TTYRenderer) -> None:
+        self.stream = stream
+        self._renderer = renderer
+
+    def write(self, text: str) -> int:
+        self._renderer.clear()
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 class TTYRenderer(_TextBase):
     """One line rewritten with ``\\r`` (at most 4 Hz), one permanent line per epoch."""
 
@@ -231,6 +254,35 @@ class TTYRenderer(_TextBase):
     def __init__(self, parts: frozenset[str], stream: TextIO | None = None, w: Words = words) -> None:
         super().__init__(parts, stream, w)
         self._last_len = 0
+        self._stand_ins: dict[str, _ClearsTheLine] = {}
+
+    def open(self, view: View, state: Any = None, status: bool = True) -> None:
+        """Drawing on the terminal's own stdout: stand in for stdout and stderr until the run ends."""
+        if self._stream is not None or "progress" not in self.parts:
+            return
+        self._stream = sys.stdout  # the line itself goes to the terminal
+        for name in ("stdout", "stderr"):
+            if _is_tty(getattr(sys, name)):
+                self._stand_ins[name] = _ClearsTheLine(getattr(sys, name), self)
+                setattr(sys, name, self._stand_ins[name])
+
+    def clear(self) -> None:
+        """Blank the progress line and go back to its start (nothing when none is shown)."""
+        if self._last_len:
+            self._write("\r" + " " * self._last_len + "\r")
+            self._last_len = 0
+
+    def _give_back(self) -> None:
+        for name, stand_in in self._stand_ins.items():
+            if getattr(sys, name) is stand_in:  # not if someone has replaced it since
+                setattr(sys, name, stand_in.stream)
+        self._stand_ins = {}
+
+    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
+        try:
+            super().finish(view, png, status, css_width)
+        finally:
+            self._give_back()
 
     def _rewrite(self, text: str, newline: bool = False) -> None:
         text = text[: max(20, shutil.get_terminal_size((100, 20)).columns - 1)]
@@ -245,9 +297,12 @@ class TTYRenderer(_TextBase):
             self._rewrite(self._progress_line(view, bar_width=20))
 
     def abort(self) -> None:
-        if self._last_len:
-            self._write("\n")
-            self._last_len = 0
+        try:
+            if self._last_len:
+                self._write("\n")
+                self._last_len = 0
+        finally:
+            self._give_back()
 
 
 class LogRenderer(_TextBase):

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import Any
 
 import pytest
 import torch
@@ -338,6 +339,79 @@ def test_tty_mode_rewrites_one_line() -> None:
     assert screen[1].startswith("epoch 2/2 · loss")
     assert screen[2].startswith("Training finished: 2/2 epochs, 200/200 steps")
     assert len(screen) == 3
+
+
+class Terminal:
+    """stdout and stderr of one terminal: both TTYs, written in order into one screen."""
+
+    def __init__(self) -> None:
+        self.chunks: list[str] = []
+        self.stdout, self.stderr = self._stream(), self._stream()
+
+    def _stream(self) -> io.TextIOBase:
+        chunks = self.chunks
+
+        class Stream(io.TextIOBase):
+            def isatty(self) -> bool:
+                return True
+
+            def write(self, text: str) -> int:
+                chunks.append(text)
+                return len(text)
+
+        return Stream()
+
+    def screen(self) -> list[str]:
+        """The lines the terminal shows: a \\r goes back to the line's start, and what follows overwrites it."""
+        lines: list[str] = []
+        line: list[str] = []
+        column = 0
+        for char in "".join(self.chunks):
+            if char == "\n":
+                lines.append("".join(line).rstrip())
+                line, column = [], 0
+            elif char == "\r":
+                column = 0
+            else:
+                line[column:column + 1] = [char]
+                column += 1
+        return lines + ["".join(line).rstrip()]
+
+
+def test_tty_line_is_cleared_before_other_callbacks_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    # LossMonitor's lines and warnings used to land on the end of the progress line: "... loss 0.706epoch: 1 step: 30"
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal.stdout)
+    monkeypatch.setattr(sys, "stderr", terminal.stderr)
+    clock = FakeClock()
+
+    class Talk(Callback):
+        def on_train_step_end(self, run_context: Any) -> None:
+            step = run_context.original_args().cur_step_num
+            if step % 25 == 0:
+                print(f"step {step} says hello")
+            if step == 60:  # as Python's warnings print themselves (pytest records them instead)
+                print("talk.py:1: UserWarning: a warning at step 60", file=sys.stderr)
+
+    model, _ = new_model()
+    bar = ProgressBar(clock=clock)  # file=None: the terminal's own stdout
+    model.train(2, batches(50), callbacks=[Ticker(clock, 0.05), bar, Talk()])
+    assert sys.stdout is terminal.stdout and sys.stderr is terminal.stderr  # given back
+    screen = [line for line in terminal.screen() if line]
+    assert [line for line in screen if "hello" in line] == [f"step {n} says hello" for n in (25, 50, 75, 100)]
+    assert "talk.py:1: UserWarning: a warning at step 60" in screen
+    assert screen[-1].startswith("Training finished: 2/2 epochs, 100/100 steps")
+    assert "".join(terminal.chunks).count("\r") > 8  # the line was drawn (and cleared) while training
+
+    # A stream given with file= is left alone, and so are both after a run that fails.
+    bar = ProgressBar(file=terminal.stdout, clock=clock)
+    with pytest.raises(ValueError, match="boom"):
+        model.train(1, batches(50), callbacks=[Ticker(clock, 0.05), bar, AtStep(30, _raise_boom)])
+    assert sys.stdout is terminal.stdout and sys.stderr is terminal.stderr
+
+
+def _raise_boom(run_context: Any) -> None:
+    raise ValueError("boom")
 
 
 def test_callbacks_pickle_without_their_run() -> None:
