@@ -242,6 +242,10 @@ class _ClearsTheLine:
         self._renderer.clear()
         return self.stream.write(text)
 
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
 

@@ -388,7 +388,9 @@ def test_tty_line_is_cleared_before_other_callbacks_print(monkeypatch: pytest.Mo
     class Talk(Callback):
         def on_train_step_end(self, run_context: Any) -> None:
             step = run_context.original_args().cur_step_num
-            if step % 25 == 0:
+            if step == 75:
+                sys.stdout.writelines([f"step {step} ", "says hello\n"])
+            elif step % 25 == 0:
                 print(f"step {step} says hello")
             if step == 60:  # as Python's warnings print themselves (pytest records them instead)
                 print("talk.py:1: UserWarning: a warning at step 60", file=sys.stderr)
