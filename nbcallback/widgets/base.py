@@ -175,6 +175,7 @@ class LiveCallback(Callback):
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
         self._clock = clock or time.monotonic
         self._depth = 0
+        self._thread: int | None = None  # the thread whose run entered first (checked while _depth > 0)
         self._prepared = self._background = False
         self._lock = threading.RLock()  # the renderer is called from the training thread and from the timer
         self._init_run()
@@ -245,10 +246,20 @@ class LiveCallback(Callback):
         self._pending = True
 
     def __enter__(self) -> LiveCallback:
+        thread = threading.get_ident()
+        if self._depth and thread != self._thread:  # (the same thread: fit's validation, a run inside a callback)
+            raise RuntimeError(self._in_use())
         self._depth += 1
-        if self._depth == 1 and not self._prepared:
-            self._init_run()
+        if self._depth == 1:
+            self._thread = thread
+            if not self._prepared:
+                self._init_run()
         return self
+
+    def _in_use(self) -> str:
+        name = type(self).__name__
+        return (f"this {name} is still showing a run that has not ended (one started with run_in_background?): "
+                f"wait for that run with run.wait(), or give the new run its own {name}()")
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._depth = max(0, self._depth - 1)
@@ -325,7 +336,7 @@ class LiveCallback(Callback):
         """Open the view on the calling (main) thread before a background run starts, so the display belongs to
         the cell that started it; ``siblings``: the run's display callbacks (one status line for them all)."""
         if self._depth:
-            raise RuntimeError(f"{type(self).__name__} is already in use by a running training")
+            raise RuntimeError(self._in_use())
         self._init_run()
         self._siblings, self._background = tuple(siblings), True
         self._open(rank=0)

@@ -88,3 +88,33 @@ def test_stop_needs_one_of_our_callbacks() -> None:
     run.wait(timeout=30)
     with pytest.raises(RuntimeError):
         run.stop()
+
+
+def test_a_second_run_cannot_take_over_the_callback_of_a_run_still_going() -> None:
+    # Before: the foreground fit fed the background run's bar ("Training finished: 2/1 epochs, 20/20 steps") and
+    # the background run's own summary was lost.
+    model, _ = new_model()
+    other, _ = new_model()
+    out = io.StringIO()
+    bar = ProgressBar(display="text", file=out)
+    gate = threading.Event()
+
+    class Hold(Callback):
+        def on_train_step_end(self, run_context) -> None:
+            gate.wait(30)
+
+    run = run_in_background(model.fit, 1, batches(40), callbacks=[bar, Hold()])
+    message = (r"this ProgressBar is still showing a run that has not ended \(one started with run_in_background\?\): "
+               r"wait for that run with run.wait\(\), or give the new run its own ProgressBar\(\)")
+    deadline = time.monotonic() + 10
+    while bar.view().status != "running" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(RuntimeError, match=message):
+        other.fit(1, batches(20), callbacks=[bar])
+    with pytest.raises(RuntimeError, match=message):
+        run_in_background(other.fit, 1, batches(20), callbacks=[bar])
+    gate.set()
+    run.wait(timeout=30)
+    assert out.getvalue().splitlines()[-1].startswith("Training finished: 1/1 epochs, 40/40 steps")
+    other.fit(1, batches(20), callbacks=[bar])  # once the first run has ended
+    assert (bar.view().status, bar.view().steps_done) == ("finished", 20)
