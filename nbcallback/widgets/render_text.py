@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import shutil
 import sys
+import unicodedata
 from typing import Any, TextIO
 
 from nbcallback.widgets.state import View
@@ -223,6 +224,21 @@ def _bar(done: float, total: float, width: int, unicode: bool) -> str:
     return ("█" * full + (" ▏▎▍▌▋▊▉"[rest] if full < width and rest else "")).ljust(width)
 
 
+def _columns(char: str) -> int:
+    """Terminal columns of one character: two for wide (CJK) ones."""
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+def _fit(text: str, columns: int | None) -> tuple[str, int]:
+    """``text`` cut to at most ``columns`` terminal columns (None: not cut), and its width."""
+    width = 0
+    for index, char in enumerate(text):
+        if columns is not None and width + _columns(char) > columns:
+            return text[:index], width
+        width += _columns(char)
+    return text, width
+
+
 def _is_tty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -257,7 +273,7 @@ class TTYRenderer(_TextBase):
 
     def __init__(self, parts: frozenset[str], stream: TextIO | None = None, w: Words = words) -> None:
         super().__init__(parts, stream, w)
-        self._last_len = 0
+        self._last_len = 0  # the line's width in terminal columns
         self._stand_ins: dict[str, _ClearsTheLine] = {}
 
     def open(self, view: View, state: Any = None, status: bool = True) -> None:
@@ -289,9 +305,11 @@ class TTYRenderer(_TextBase):
             self._give_back()
 
     def _rewrite(self, text: str, newline: bool = False) -> None:
-        text = text[: max(20, shutil.get_terminal_size((100, 20)).columns - 1)]
-        self._write("\r" + text.ljust(self._last_len) + ("\n" if newline else ""))
-        self._last_len = 0 if newline else len(text)
+        """Write over the live line: a live line is cut to the terminal's width (one that wraps cannot be rewritten
+        in place), a permanent one (``newline``) is kept whole."""
+        text, width = _fit(text, None if newline else max(20, shutil.get_terminal_size((100, 20)).columns - 1))
+        self._write("\r" + text + " " * (self._last_len - width) + ("\n" if newline else ""))
+        self._last_len = 0 if newline else width
 
     def _line(self, text: str) -> None:
         self._rewrite(text, newline=True)

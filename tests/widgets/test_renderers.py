@@ -418,6 +418,30 @@ def test_tty_renderer_rewrites_one_line_and_ascii_streams_get_hashes() -> None:
         assert stream.getvalue().splitlines()[-3].rsplit("\r", 1)[-1].startswith("Training finished")
 
 
+def test_tty_line_fits_the_terminal_in_columns_chinese_ones_counting_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Cut by characters, a Chinese line was up to a tenth wider than the terminal: it wrapped, and every refresh
+    # then left a stale copy of it on the screen.
+    import unicodedata
+
+    from nbcallback.widgets.words import Words
+
+    def columns(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+    monkeypatch.setenv("COLUMNS", "50")
+    stream = io.StringIO()
+    renderer = TTYRenderer(PROGRESS, stream, Words("zh_CN"))
+    state, clock = _state()
+    renderer.update(state.view(clock()), state)
+    first = stream.getvalue().split("\r")[-1]
+    assert "第 1/2 轮" in first and 47 <= columns(first) <= 49  # cut to the 49 columns left of the cursor
+    renderer._rewrite("验证 1/20")  # a shorter line next: padded with spaces over the whole old width
+    second = stream.getvalue().split("\r")[-1]
+    assert second.startswith("验证 1/20 ") and columns(second) == columns(first)
+    renderer._line("训练已完成：" + "很长的一行" * 10)  # a permanent line is kept whole: it may wrap
+    assert stream.getvalue().endswith("很长的一行" * 10 + "\n")
+
+
 # ---------------------------------------------------------------------- callbacks in a (fake) notebook
 
 
