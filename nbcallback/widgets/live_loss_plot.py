@@ -64,6 +64,7 @@ class LiveLossPlot(LiveCallback):
         return super()._wants_png() or self.save_path is not None
 
     def _on_final_png(self, png: bytes | None) -> None:
+        self._warn_unseen_metrics()
         if png is None or self.save_path is None:
             return
         try:
@@ -75,3 +76,16 @@ class LiveLossPlot(LiveCallback):
             note = self.words("text_plot_not_saved", path=self.save_path)
         if hasattr(self.renderer, "plot_note"):
             self.renderer.plot_note = note
+
+    def _warn_unseen_metrics(self) -> None:
+        """Warn when ``groups`` or ``panels`` name a metric that the run's evaluations never returned (a typo?):
+        its line would stay empty without a word."""
+        returned = self.state.view(self._clock(), live_rows=0).columns
+        asked = [name for names in (self.groups or {}).values() for name in names]
+        asked += [line.key[5:] for panel in self.panels for line in panel.lines if line.key.startswith("eval:")]
+        unseen = sorted(set(asked) - set(returned))
+        if returned and unseen:
+            lines = "their lines stay" if len(unseen) > 1 else "its line stays"
+            warnings.warn(f"{type(self).__name__}: this run's evaluations returned no {', '.join(map(repr, unseen))}, "
+                          f"so {lines} empty; they returned {', '.join(map(repr, returned))}. Check the metric names "
+                          "in groups= and panels=.", RuntimeWarning, stacklevel=2)

@@ -46,6 +46,8 @@ class Line:
     style: str = "line"
 
     def __post_init__(self) -> None:
+        if self.key not in ("loss", "lr") and not (self.key.startswith("eval:") and self.key[len("eval:"):]):
+            raise ValueError(f"Line {self.key!r}: key must be 'loss', 'lr' or 'eval:<metric>', e.g. 'eval:accuracy'")
         if self.color not in COLORS:
             raise ValueError(f"Line {self.key!r}: color must be one of {sorted(COLORS)}, got {self.color!r}")
         if self.style not in STYLES:

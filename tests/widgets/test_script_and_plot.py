@@ -103,6 +103,24 @@ def test_a_path_that_cannot_be_written_warns_and_the_run_returns(tmp_path: Path)
     assert blocker.read_text() == "a file where a folder should be"  # nothing else touched
 
 
+def test_a_metric_name_no_evaluation_returned_is_named_in_a_warning() -> None:
+    # A typo in groups= or panels= used to leave an empty panel (and no panel in the PNG) without a word.
+    with pytest.raises(ValueError, match=r"Line 'accuracy': key must be 'loss', 'lr' or 'eval:<metric>', e\.g\. "):
+        Line("accuracy", "acc")
+    model, _ = new_model()
+    plot = LiveLossPlot(display="text", file=io.StringIO(), groups={"quality": ["acuracy", "accuracy"]},
+                        panels=[Panel("f1", [Line("eval:f1", "f1")])])
+    expected = (r"LiveLossPlot: this run's evaluations returned no 'acuracy', 'f1', so their lines stay empty; they "
+                r"returned 'accuracy', 'eval_loss'\. Check the metric names in groups= and panels=\.")
+    with pytest.warns(RuntimeWarning, match=expected):
+        model.fit(1, batches(20), batches(5, seed=1), callbacks=[plot])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a run without evaluations has nothing to compare: no warning
+        model.train(1, batches(5), callbacks=[plot])
+        model.fit(1, batches(20), batches(5, seed=1), callbacks=[LiveLossPlot(display="text", file=io.StringIO(),
+                                                                               groups={"q": ["accuracy"]})])
+
+
 def test_saved_snapshot_stays_small_for_any_number_of_epochs() -> None:
     """1000 epochs with evaluation: table capped, series bounded, snapshot <= 100 KB."""
     import math
