@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import dashboard, {
   textWidth,
   applyView,
+  controlsState,
   bandPath,
   isRawBand,
   createStore,
@@ -303,4 +304,16 @@ test("textWidth: CJK characters count about twice a Latin one (legend and title 
   assert.equal(textWidth("eval", 6), 24);
   assert.ok(textWidth("验证", 6) > 1.8 * textWidth("ev", 6));
   assert.equal(textWidth(null, 6), 0);
+});
+
+test("controlsState: Stop while live and not stopping, the lr box only where there is a learning rate", () => {
+  const train = { enabled: true, lr: 0.01 };
+  assert.deepEqual(controlsState(train, "running"), { stop: true, lr: true });
+  assert.deepEqual(controlsState(train, "running", true), { stop: false, lr: true }); // Stop was pressed
+  assert.deepEqual(controlsState({ enabled: true, lr: null }, "running"), { stop: true, lr: false }); // Model.eval
+  for (const state of ["finished", "stopped", "error", "interrupted"]) {
+    assert.deepEqual(controlsState(train, state), { stop: false, lr: false });
+  }
+  assert.deepEqual(controlsState({ enabled: false, lr: 0.01 }, "running"), { stop: false, lr: false });
+  assert.deepEqual(controlsState(undefined, undefined), { stop: false, lr: false });
 });

@@ -543,6 +543,31 @@ def test_background_runs_show_one_status_line_too(kernel: FakeDisplay, monkeypat
     assert all(v["status"] is not None for v in views[id(bar.renderer)])
 
 
+def test_the_lr_box_gets_a_rate_to_change_in_training_only(kernel: FakeDisplay, monkeypatch) -> None:
+    # The page enables the box only with a rate (controlsState in dashboard.js); Model.eval has none to change.
+    from nbcallback.widgets import run_in_background
+
+    views: dict[int, list[dict[str, Any]]] = {}
+    traits = WidgetRenderer._traits
+
+    def spy(self, view, state, status, full):  # every view the page gets: the opening one, then each update
+        spec, data = traits(self, view, state, status, full)
+        views.setdefault(id(self), []).append(data)
+        return spec, data
+
+    monkeypatch.setattr(WidgetRenderer, "_traits", spy)
+    model, opt = new_model()
+    fit, evaluation = Dashboard(display="widget"), Dashboard(display="widget")
+    run_in_background(model.fit, 1, batches(20), batches(5, seed=1), callbacks=[fit, Pace(0.03)]).wait(timeout=60)
+    run_in_background(model.eval, batches(5), callbacks=[evaluation]).wait(timeout=60)
+    # Opened before the run starts (so in the cell that started it), the first view knows no rate yet; the
+    # view sent where the epoch begins (at once, or by the timer) has it.
+    first, *rest = views[id(fit.renderer)]
+    assert first["controls"] == {"enabled": True, "lr": None} and rest
+    assert all(view["controls"]["lr"] == opt.param_groups[0]["lr"] for view in rest)
+    assert all(view["controls"]["lr"] is None for view in views[id(evaluation.renderer)])
+
+
 def test_display_failure_never_stops_training(monkeypatch: pytest.MonkeyPatch) -> None:
     import IPython.display
 

@@ -251,6 +251,13 @@ function table(data) {
   return [h("table", { class: "nbc-table" }, [caption, h("thead", {}, head), h("tbody", {}, body)])];
 }
 
+/** Which controls can act: Stop while the run is live and not already stopping; the lr box while live with a
+ * learning rate to change (none in a stand-alone evaluation). */
+export function controlsState(ctl, state, stopping = false) {
+  const live = Boolean(ctl?.enabled) && !["finished", "stopped", "error", "interrupted"].includes(state);
+  return { stop: live && !stopping, lr: live && isNum(ctl?.lr) };
+}
+
 /** Stop and the learning-rate box, put in `box`; returns `update(controls, state)`, enabling them while live. */
 function controls(box, model, labels) {
   const stop = h("button", { class: "nbc-stop", type: "button" }, labels.stop ?? "Stop");
@@ -273,9 +280,9 @@ function controls(box, model, labels) {
   input.addEventListener("input", () => input.classList.remove("nbc-invalid"));
   box.replaceChildren(stop, h("label", { class: "nbc-lr-label" }, [labels.lr ?? "lr", " ", input]), apply);
   return (ctl, state) => {
-    const live = Boolean(ctl?.enabled) && !["finished", "stopped", "error", "interrupted"].includes(state);
-    stop.disabled = stopping || !live;
-    input.disabled = apply.disabled = !live;
+    const can = controlsState(ctl, state, stopping);
+    stop.disabled = !can.stop;
+    input.disabled = apply.disabled = !can.lr;
     input.placeholder = isNum(ctl?.lr) ? formatValue(ctl.lr) : "";
   };
 }
