@@ -7,6 +7,7 @@ import time
 from typing import Any, Callable
 
 from nbcallback.widgets.base import LiveCallback
+from nbcallback.widgets.controls import interrupt_reason
 
 __all__ = ["BackgroundRun", "run_in_background"]
 
@@ -94,7 +95,7 @@ class BackgroundRun:
                     raise
                 interrupted = True
                 for callback in self.callbacks:
-                    callback.request_stop("interrupt")
+                    callback.request_stop(interrupt_reason())
         self._thread.join()
         if self.exception is not None:
             raise self.exception

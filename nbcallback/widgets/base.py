@@ -222,7 +222,8 @@ class LiveCallback(Callback):
         """Stop the run after the current step, as ``run_context.request_stop()`` would (any thread).
 
         Args:
-            reason: shown in the final status: ``'code'`` (default), ``'button'``, ``'interrupt'`` or any short text.
+            reason: shown in the final status: ``'code'`` (default), ``'button'``, ``'interrupt'`` (the kernel's),
+                ``'ctrl_c'`` or any short text.
         """
         if self._shared is not None and self._depth > 0:
             self._shared.request_stop(reason)

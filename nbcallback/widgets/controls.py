@@ -9,14 +9,16 @@ import threading
 from typing import Any
 
 from nbcallback.train.interrupt import SignalStop
+from nbcallback.widgets import env
 from nbcallback.widgets.env import running_kernel
 from nbcallback.widgets.words import Msg
 
-__all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "checked_lr", "release_comm_routing", "SHARED_KEY"]
+__all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "checked_lr", "interrupt_reason", "release_comm_routing",
+           "SHARED_KEY"]
 
 SHARED_KEY = "nbcallback_widgets"
 #: Where a stop request came from -> the message naming it.
-_SOURCES = {"interrupt": "source_interrupt", "button": "source_button", "code": "source_code"}
+_SOURCES = {"interrupt": "source_interrupt", "ctrl_c": "source_ctrl_c", "button": "source_button", "code": "source_code"}
 
 
 class RunShared:
@@ -24,7 +26,7 @@ class RunShared:
 
     def __init__(self) -> None:
         self.members: list[Any] = []  # all join on the training thread
-        self.stop_reason: str | None = None  # 'interrupt', 'button', 'code' or any short text; the first one wins
+        self.stop_reason: str | None = None  # 'interrupt', 'ctrl_c', 'button', 'code' or a short text; first wins
         self.stop_where: tuple[int | None, int, int | None] | None = None  # (epoch, step in epoch, eval step)
         self.signal_stop: SignalStop | None = None
         self.owner: Any = None  # the callback that installed signal_stop
@@ -58,7 +60,8 @@ class RunShared:
     def install_signal(self, owner: Any) -> None:
         """Turn SIGINT into a graceful stop (main thread only); a second SIGINT raises as usual."""
         if self.signal_stop is None:
-            stopper = SignalStop(signal.SIGINT, on_signal=lambda signum: self.request_stop("interrupt")).install()
+            reason = interrupt_reason()
+            stopper = SignalStop(signal.SIGINT, on_signal=lambda signum: self.request_stop(reason)).install()
             if stopper.installed:
                 self.signal_stop, self.owner = stopper, owner
 
@@ -66,6 +69,11 @@ class RunShared:
         if self.signal_stop is not None and self.owner is owner:
             self.signal_stop.uninstall()
             self.signal_stop = self.owner = None
+
+
+def interrupt_reason() -> str:
+    """What an interrupt is called in the final status: the kernel's interrupt in a notebook, Ctrl-C elsewhere."""
+    return "interrupt" if env.in_notebook_kernel() else "ctrl_c"
 
 
 def valid_lr(value: Any) -> float | None:

@@ -164,7 +164,7 @@ def test_graceful_sigint_stops_at_a_step_boundary(tmp_path, seeded, round_):
         view = widget.view()
         assert view.status == "stopped", view.status_text
         assert re.match(r"stopped by user at epoch \d+, step \d+( \(during validation, eval step \d+\))? "
-                        r"\(kernel interrupt\)$", view.status_text), view.status_text
+                        r"\(Ctrl-C\)$", view.status_text), view.status_text
     assert signal.getsignal(signal.SIGINT) is original
     files = assert_checkpoints_complete(tmp_path / "ckpt")
     assert checkpoint.latest_ckpt_file_name in map(str, files)  # the final checkpoint, at the stop step
