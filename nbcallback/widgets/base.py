@@ -289,9 +289,22 @@ class LiveCallback(Callback):
             from nbcallback.widgets.render_widget import StaticRenderer
 
             return StaticRenderer(parts, live=mode == "static", w=self.words)
+        if mode in ("tty", "log") and self._repeats_another():
+            parts = parts - {"progress", "table"}
         if mode == "tty":
             return TTYRenderer(parts, self.file, self.words)
         return LogRenderer(parts, self.file, self.log_interval, self.words) if mode == "log" else NullRenderer()
+
+    def _repeats_another(self) -> bool:
+        """In a terminal or a log, whether a progress callback listed before this one prints the run's lines (this
+        one would print each of them again)."""
+        others = list(self._siblings) or list(self._cb_params.get("list_callback") or ())
+        for other in others:
+            if other is self:
+                return False
+            if isinstance(other, LiveCallback) and "progress" in other._PARTS and other.display != "off":
+                return True
+        return False
 
     def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
         """The plot panels for the run's facts (see :func:`~nbcallback.widgets.panels.default_panels`)."""

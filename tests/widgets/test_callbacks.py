@@ -416,6 +416,22 @@ def _raise_boom(run_context: Any) -> None:
     raise ValueError("boom")
 
 
+def test_a_second_progress_callback_does_not_repeat_the_lines_in_a_log() -> None:
+    # ProgressBar() + Dashboard() (which shows progress too) printed every epoch line, summary and table twice.
+    model, _ = new_model()
+    out = io.StringIO()
+    bar, dash = ProgressBar(display="text", file=out), Dashboard(display="text", file=out)
+    model.fit(2, batches(20), batches(5, seed=1), callbacks=[bar, dash])
+    lines = out.getvalue().splitlines()
+    assert [line.split(" · ")[0] for line in lines if " · loss " in line] == ["epoch 1/2", "epoch 2/2"]
+    assert sum(line.startswith("Training finished: 2/2 epochs") for line in lines) == 1
+    assert sum(line.split() == ["epoch", "step", "accuracy", "eval_loss", "time"] for line in lines) == 1
+    assert lines.count("loss plot: not shown in text mode (pass save_path=... to keep the PNG)") == 1
+    assert dash.view().status == "finished"  # its state is kept all the same
+    model.fit(1, batches(20), callbacks=[dash])  # alone, it prints its lines
+    assert out.getvalue().splitlines()[-1].startswith("Training finished: 1/1 epochs")
+
+
 def test_callbacks_pickle_without_their_run() -> None:
     model, _ = new_model()
     bar = ProgressBar(display="off")
