@@ -298,13 +298,8 @@ class LiveCallback(Callback):
     def _repeats_another(self) -> bool:
         """In a terminal or a log, whether a progress callback listed before this one prints the run's lines (this
         one would print each of them again)."""
-        others = list(self._siblings) or list(self._cb_params.get("list_callback") or ())
-        for other in others:
-            if other is self:
-                return False
-            if isinstance(other, LiveCallback) and "progress" in other._PARTS and other.display != "off":
-                return True
-        return False
+        shown = self._progress_callbacks()
+        return bool(shown) and shown[0] is not self
 
     def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
         """The plot panels for the run's facts (see :func:`~nbcallback.widgets.panels.default_panels`)."""
@@ -321,13 +316,16 @@ class LiveCallback(Callback):
     def _shows_status(self) -> bool:
         """One status line per run: a plot-only callback leaves it to a progress callback beside it (the run's
         callbacks are known before any joins it, so the first view is already right)."""
-        if "progress" in self._PARTS:
-            return True
-        others = list(self._siblings) + (self._shared.members if self._shared is not None else [])
+        return "progress" in self._PARTS or not self._progress_callbacks()
+
+    def _progress_callbacks(self) -> list[LiveCallback]:
+        """The run's display callbacks that show progress, in the order the run lists them."""
+        callbacks = list(self._siblings)
         if hasattr(self._cb_params, "get"):
-            others += list(self._cb_params.get("list_callback") or ())
-        return not any(other is not self and isinstance(other, LiveCallback) and "progress" in other._PARTS
-                       and other.display != "off" for other in others)
+            callbacks += list(self._cb_params.get("list_callback") or ())
+        callbacks += self._shared.members if self._shared is not None else []
+        return [callback for callback in callbacks
+                if isinstance(callback, LiveCallback) and "progress" in callback._PARTS and callback.display != "off"]
 
     def _live_view(self, now: float) -> View:
         return self.state.view(now, live_rows=self.live_rows)
@@ -661,7 +659,8 @@ class LiveCallback(Callback):
             return None, None
 
     def _on_final_png(self, png: bytes | None) -> None:
-        """Hook for subclasses (LiveLossPlot saves the PNG to ``save_path``)."""
+        """Hook for subclasses at the end of a displayed run, ``png`` None without a plot (LiveLossPlot checks the
+        metric names it was given and saves the PNG to ``save_path``)."""
 
     def _ending(self, exc: BaseException | None) -> tuple[str, str, str | None]:
         """(status, status text, error) of a run ending with ``exc``."""

@@ -10,7 +10,6 @@ from typing import Any
 
 from nbcallback.train.interrupt import SignalStop
 from nbcallback.widgets import env
-from nbcallback.widgets.env import running_kernel
 from nbcallback.widgets.words import Msg
 
 __all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "checked_lr", "interrupt_reason", "release_comm_routing",
@@ -18,7 +17,8 @@ __all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "checked_lr", "inte
 
 SHARED_KEY = "nbcallback_widgets"
 #: Where a stop request came from -> the message naming it.
-_SOURCES = {"interrupt": "source_interrupt", "ctrl_c": "source_ctrl_c", "button": "source_button", "code": "source_code"}
+_SOURCES = {"interrupt": "source_interrupt", "ctrl_c": "source_ctrl_c", "button": "source_button",
+            "code": "source_code"}
 
 
 class RunShared:
@@ -150,7 +150,7 @@ class BusyStatus:
     @classmethod
     def for_foreground_run(cls) -> "BusyStatus | None":
         """One for the cell running now (call it on that cell's thread), or None where there is nothing to fix."""
-        kernel = running_kernel()
+        kernel = env.running_kernel()
         if not getattr(kernel, "_supports_kernel_subshells", False) or not hasattr(kernel, "_publish_status"):
             return None
         parent = kernel.get_parent("shell")

@@ -50,6 +50,14 @@ def kernel_supports_subshells() -> bool:
     return bool(getattr(running_kernel(), "_supports_kernel_subshells", False))
 
 
+def is_tty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for a closed or detached stream, or one without ``isatty``)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def resolve_display(
     requested: str = "auto",
     *,
@@ -92,10 +100,7 @@ def resolve_display(
         mode = "static"
     if mode == "text":
         stream = sys.stdout if stream is None else stream
-        try:
-            mode = "tty" if stream.isatty() else "log"
-        except (AttributeError, ValueError, OSError):  # no isatty, or a closed or detached stream
-            mode = "log"
+        mode = "tty" if is_tty(stream) else "log"
     return mode
 
 

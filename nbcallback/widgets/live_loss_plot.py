@@ -82,7 +82,8 @@ class LiveLossPlot(LiveCallback):
         its line would stay empty without a word."""
         returned = self.state.view(self._clock(), live_rows=0).columns
         asked = [name for names in (self.groups or {}).values() for name in names]
-        asked += [line.key[5:] for panel in self.panels for line in panel.lines if line.key.startswith("eval:")]
+        asked += [line.key.removeprefix("eval:") for panel in self.panels for line in panel.lines
+                  if line.key.startswith("eval:")]
         unseen = sorted(set(asked) - set(returned))
         if returned and unseen:
             lines = "their lines stay" if len(unseen) > 1 else "its line stays"

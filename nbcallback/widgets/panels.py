@@ -46,7 +46,7 @@ class Line:
     style: str = "line"
 
     def __post_init__(self) -> None:
-        if self.key not in ("loss", "lr") and not (self.key.startswith("eval:") and self.key[len("eval:"):]):
+        if self.key not in ("loss", "lr") and not (self.key.startswith("eval:") and self.key.removeprefix("eval:")):
             raise ValueError(f"Line {self.key!r}: key must be 'loss', 'lr' or 'eval:<metric>', e.g. 'eval:accuracy'")
         if self.color not in COLORS:
             raise ValueError(f"Line {self.key!r}: color must be one of {sorted(COLORS)}, got {self.color!r}")

@@ -9,6 +9,7 @@ import sys
 import unicodedata
 from typing import Any, TextIO
 
+from nbcallback.widgets.env import is_tty
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import Words, words
 
@@ -66,7 +67,7 @@ def shown_loss(view: View) -> float | None:
 def progress_parts(view: View, w: Words = words) -> dict[str, str]:
     """The pieces every renderer shows: ``epoch``, ``phase``, ``steps``, ``rate``, ``time``,
     ``eta_total``, ``loss`` and ``lr`` (the last three may be '')."""
-    running = view.status in ("starting", "running")
+    running, loss = view.status in ("starting", "running"), shown_loss(view)
     if view.kind == "eval" or view.phase == "eval":
         steps = f"{view.eval_step}/{'?' if view.eval_steps is None else view.eval_steps}"
         speed = rate(view.eval_rate)
@@ -92,7 +93,7 @@ def progress_parts(view: View, w: Words = words) -> dict[str, str]:
         # An ended run has no time left to predict.
         "time": f"{duration(view.elapsed)}<{duration(eta)}" if running else duration(view.elapsed),
         "eta_total": eta_total,
-        "loss": "" if shown_loss(view) is None else w("loss_value", value=number(shown_loss(view))),
+        "loss": "" if loss is None else w("loss_value", value=number(loss)),
         "lr": "" if view.lr is None else w("lr_value", value=number(view.lr, 3)),
     }
 
@@ -108,8 +109,9 @@ def run_summary(view: View, w: Words = words) -> str:
     else:
         total = "?" if view.eval_steps is None else view.eval_steps
         bits = [w("summary_eval", status=status, steps=f"{view.eval_step}/{total}", elapsed=elapsed)]
-    if shown_loss(view) is not None:
-        bits.append(w("summary_loss", value=number(shown_loss(view))))
+    loss = shown_loss(view)
+    if loss is not None:
+        bits.append(w("summary_loss", value=number(loss)))
     return w("list_separator").join(bits)
 
 
@@ -193,8 +195,9 @@ class _TextBase(NullRenderer):
             return
         last = "?" if view.last_epoch is None else view.last_epoch
         bits = [self.w("epoch_of", epoch=view.epoch, last=last)]
-        if shown_loss(view) is not None:
-            bits.append(self.w("loss_value", value=number(shown_loss(view))))
+        loss = shown_loss(view)
+        if loss is not None:
+            bits.append(self.w("loss_value", value=number(loss)))
         if view.rows and view.rows[-1].epoch == view.epoch:
             row = view.rows[-1]
             values = " ".join(f"{name} {metric(value)}" for name, value in row.values.items())
@@ -239,13 +242,6 @@ def _fit(text: str, columns: int | None) -> tuple[str, int]:
     return text, width
 
 
-def _is_tty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):  # no isatty, or a closed or detached stream
-        return False
-
-
 class _ClearsTheLine:
     """Stands in for the terminal's ``sys.stdout`` or ``sys.stderr`` while a progress line is shown: what another
     callback prints (``LossMonitor``'s lines, a warning) first clears the line, which the next refresh draws below."""
@@ -282,7 +278,7 @@ class TTYRenderer(_TextBase):
             return
         self._stream = sys.stdout  # the line itself goes to the terminal
         for name in ("stdout", "stderr"):
-            if _is_tty(getattr(sys, name)):
+            if is_tty(getattr(sys, name)):
                 self._stand_ins[name] = _ClearsTheLine(getattr(sys, name), self)
                 setattr(sys, name, self._stand_ins[name])
 
