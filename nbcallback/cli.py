@@ -20,12 +20,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 PROG = "nbcallback"
 DEBUG_ENV = "NBCALLBACK_DEBUG"
@@ -37,8 +38,48 @@ class UsageError(Exception):
     """A mistake on the command line (exit status 2)."""
 
 
+#: A value each option takes, for the "e.g." of a one-line usage error.
+EXAMPLES = {
+    "--epochs": "3",
+    "--batch-size": "64",
+    "--lr": "0.01",
+    "--data-dir": "~/data",
+    "--url": "MNIST_Data.zip",
+    "--checkpoint-dir": "~/checkpoints",
+    "--prefix": "mnist",
+    "--print-every": "300",
+    "--seed": "0",
+    "--threads": "1",
+    "--device": "cpu",
+}
+_ARGUMENT = re.compile(r"^argument ([^:]+): ")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose mistakes are one line (no usage block), exit status 2.
+
+    argparse prints its whole usage block (seven lines here) before the error; a learner needs the
+    one line that names the option and what to type instead. ``--help`` still prints the full help.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line_usage_error(message, self.prog)}\n")
+
+
+def one_line_usage_error(message: str, prog: str = PROG) -> str:
+    """argparse's error ``message`` with the fix appended: an example value, or where the options are listed."""
+    message = " ".join(message.split())
+    match = _ARGUMENT.match(message)
+    if match:
+        option = next((name for name in match.group(1).split("/") if name.startswith("--")), match.group(1))
+        example = EXAMPLES.get(option)
+        if example is not None:
+            return f"{message}; e.g. {option} {example} (all options: {prog} --help)"
+    return f"{message}; see {prog} --help for the options"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description="Run MindSpore's callback tutorial (MNIST, MLP, Model.fit with callbacks) on PyTorch.",
     )
@@ -145,6 +186,20 @@ def _is_local(url: str) -> bool:
     return "://" not in url or url.lower().startswith("file:")
 
 
+def _local_source_error(exc: Exception, origin: str, source: str) -> str:
+    """One line for a local MNIST source that is not what it must be: the source, why, and what to pass instead."""
+    failures = getattr(exc, "failures", ())
+    reason = " ".join(("; ".join(reason for _, reason in failures) or str(exc)).split())
+    _, sep, tail = reason.partition(" is not a valid zip archive")
+    if sep:  # "<the path> is not a valid zip archive (...)": the path is already named in front
+        reason = "not a valid zip archive" + tail
+    fix = "pass --url" if origin == "--url" else f"set {origin} to"
+    return (
+        f"{origin} {source}: {reason}; {fix} a .zip in the tutorial's layout (MNIST_Data/train, MNIST_Data/test) "
+        f"or a folder holding the four .gz files"
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     from nbcallback.paths import data_home, run_dir
 
@@ -170,11 +225,17 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         data = download_mnist(data_dir, url=args.url, progress=not args.no_progress)
+    except NotADirectoryError as exc:  # <data folder>/MNIST_Data is a file
+        option = "--data-dir" if args.data_dir is not None else "the data folder"
+        raise UsageError(
+            f"{option} {data_dir}: {data_dir / 'MNIST_Data'} is a file, not a folder; move it away or choose "
+            f"another folder with --data-dir"
+        ) from exc
     except DownloadError as exc:
         source = args.url or os.environ.get("NBCALLBACK_MNIST_URL", "").strip()
         if source and _is_local(source):
-            # The user's own file is broken (not a zip, wrong content): a usage error.
-            raise UsageError(exc.message("--url PATH")) from exc
+            # The user's own file is broken (not a zip, wrong content): a usage error, in one line.
+            raise UsageError(_local_source_error(exc, "--url" if args.url else "$NBCALLBACK_MNIST_URL", source)) from exc
         print(f"{PROG}: error: {exc.message('--url URL')}", file=sys.stderr)
         if args.debug or os.environ.get(DEBUG_ENV) == "1":
             traceback.print_exc()

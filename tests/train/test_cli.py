@@ -69,6 +69,12 @@ def test_default_seed() -> None:
     assert build_parser().parse_args([]).seed == DEFAULT_SEED == 0
 
 
+def assert_one_line_error(stderr: str) -> None:
+    """The README's promise: a mistake on the command line is one line (no usage block, no traceback)."""
+    assert stderr.startswith("nbcallback: error: ") and len(stderr.splitlines()) == 1, stderr
+    assert "usage:" not in stderr and "Traceback" not in stderr
+
+
 @pytest.fixture
 def bad_zip(tmp_path: Path) -> Path:
     path = tmp_path / "notes.zip"
@@ -84,7 +90,11 @@ USAGE_ERRORS = [
     (["--print-every", "-1"], "--print-every must be 0 (off) or a positive integer, but got -1"),
     (["--threads", "0"], "--threads must be a positive integer, but got 0"),
     (["--device", "gpu0"], "--device 'gpu0' is not a device; use cpu, cuda or cuda:N"),
-    (["--epochs", "two"], "argument --epochs: invalid int value: 'two'"),
+    (["--epochs", "two"], "argument --epochs: invalid int value: 'two'; e.g. --epochs 3 (all options: nbcallback --help)"),
+    (["--lr", "fast"], "argument --lr: invalid float value: 'fast'; e.g. --lr 0.01"),
+    (["--epochs"], "argument --epochs: expected one argument; e.g. --epochs 3"),
+    (["--epoks", "2"], "unrecognized arguments: --epoks 2; see nbcallback --help for the options"),
+    (["--device"], "argument --device: expected one argument; e.g. --device cpu"),
     (["--url", "{tmp}/missing.zip"], "--url '{tmp}/missing.zip': no such file '{tmp}/missing.zip'"),
     (["--url", "file://{tmp}/missing.zip"], "no such file '{tmp}/missing.zip'"),
     (["--url", "gopher://host/MNIST_Data.zip"], "--url must be an http(s), ftp or file:// URL or a local path"),
@@ -102,7 +112,7 @@ def test_usage_errors_are_one_line_exit_2_before_any_data(tmp_path: Path, args: 
     proc = run_cli([*args, "--no-progress"], cwd=tmp_path, XDG_CACHE_HOME=str(cache), timeout=120)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message.replace("{tmp}", str(tmp_path)) in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert_one_line_error(proc.stderr)
     assert proc.stdout == ""
     assert not (cache / "nbcallback" / "MNIST_Data").exists(), "data was fetched before the arguments were checked"
     assert time.perf_counter() - started < 60
@@ -113,15 +123,42 @@ def test_missing_file_in_environment_variable(tmp_path: Path) -> None:
                    NBCALLBACK_MNIST_URL=str(tmp_path / "gone.zip"), timeout=120)
     assert proc.returncode == 2
     assert f"$NBCALLBACK_MNIST_URL '{tmp_path}/gone.zip': no such file" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert_one_line_error(proc.stderr)
 
 
-def test_not_a_zip_is_a_usage_error_naming_the_file(tmp_path: Path, bad_zip: Path) -> None:
+def test_not_a_zip_is_a_one_line_usage_error_naming_the_file_and_the_fix(tmp_path: Path, bad_zip: Path) -> None:
     proc = run_cli(["--url", str(bad_zip), "--no-progress"], cwd=tmp_path, XDG_CACHE_HOME=str(tmp_path / "c"), timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert f"{bad_zip} is not a valid zip archive" in proc.stderr
-    assert "Pass --url PATH" in proc.stderr and "url=" not in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"nbcallback: error: --url {bad_zip}: not a valid zip archive"), proc.stderr
+    assert "; pass --url a .zip in the tutorial's layout" in proc.stderr and "url=" not in proc.stderr
+    assert_one_line_error(proc.stderr)
+    assert proc.stdout == ""
+
+
+def test_not_a_zip_in_the_environment_variable_is_one_line(tmp_path: Path, bad_zip: Path) -> None:
+    proc = run_cli(["--no-progress"], cwd=tmp_path, XDG_CACHE_HOME=str(tmp_path / "c"), timeout=120,
+                   NBCALLBACK_MNIST_URL=bad_zip.as_uri())
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"nbcallback: error: $NBCALLBACK_MNIST_URL {bad_zip.as_uri()}: not a valid zip archive")
+    assert "; set $NBCALLBACK_MNIST_URL to a .zip in the tutorial's layout" in proc.stderr
+    assert_one_line_error(proc.stderr)
+
+
+def test_data_folder_holding_a_file_named_mnist_data_is_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "MNIST_Data").write_text("a file where the folder goes")
+    proc = run_cli(["--data-dir", str(data), "--url", str(mnist_zip()), "--no-progress"], cwd=tmp_path,
+                   XDG_CACHE_HOME=str(tmp_path / "c"), timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"nbcallback: error: --data-dir {data}: {data / 'MNIST_Data'} is a file, not a folder; "
+                           "move it away or choose another folder with --data-dir\n")
+
+
+def test_help_still_prints_the_full_usage(tmp_path: Path) -> None:
+    proc = run_cli(["--help"], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: nbcallback [-h] [--epochs EPOCHS]")
+    assert "--url URL" in proc.stdout and proc.stderr == ""
 
 
 @pytest.fixture
