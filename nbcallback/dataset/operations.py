@@ -79,7 +79,8 @@ class MapStage:
                     raise type(exc)(f"{exc} (map over column {self.input_columns[0]!r})") from exc
             else:
                 result = op(*[v if type(v) is np.ndarray else to_numpy(v) for v in values])
-                _check_results(op, result, self.input_columns)
+                if type(result) is not np.ndarray or result.dtype.kind == "O":  # a numeric array needs no check
+                    _check_results(op, result, self.input_columns)
             values = result if isinstance(result, tuple) else (result,)
         if len(values) != len(self.output_columns):
             raise RuntimeError(
@@ -151,25 +152,11 @@ class MapDataset(Dataset):
             yield [combined[i] for i in picks]
 
     def _one_column(self, stream: Iterator[Row], j: int) -> Iterator[Row]:
-        # One op, one column in, one out: the output takes the input's place (map_layout).
-        op = self._stage.operations[0]
-        if isinstance(op, TensorOperation):
-            run = self._stage.run
-            for row in stream:
-                (row[j],) = run([row[j]])
-                yield row
-            return
+        # One op, one column in, one out: the output takes the input's place (map_layout). The op runs
+        # through MapStage.run, as on the general path, so its result gets the same checks.
+        run = self._stage.run
         for row in stream:
-            value = row[j]
-            result = op(value if type(value) is np.ndarray else to_numpy(value))
-            if isinstance(result, tuple):
-                if len(result) != 1:
-                    raise RuntimeError(
-                        f"map: the operations on {list(self._stage.input_columns)} returned {len(result)} value(s) "
-                        f"but output_columns names 1: {list(self._stage.output_columns)}."
-                    )
-                result = result[0]
-            row[j] = result
+            (row[j],) = run([row[j]])
             yield row
 
     def __repr__(self) -> str:

@@ -1,6 +1,8 @@
 """GeneratorDataset / NumpySlicesDataset and the operations beyond MindSpore's own tests."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -153,21 +155,47 @@ def test_numpy_slices_dict_value_without_rows() -> None:
             ds.NumpySlicesDataset({"a": value})
 
 
-def test_map_python_operation_must_return_column_values() -> None:
+def _forgot_return(a):  # type: ignore[no-untyped-def]
+    a + 1
+
+
+_NOT_COLUMN_VALUES = [
+    (_forgot_return, "NoneType"),
+    (lambda a: (None,), "NoneType"),
+    (lambda a: {"a": a}, "dict"),
+    (lambda a: np.array([None]), "an array of Python objects"),
+]
+
+
+def _one_column_sources() -> list[ds.Dataset]:
+    """One column ``a`` of 0..3, read by the fast path (NumpySlices) and by the row path (a generator)."""
+
+    def rows():  # type: ignore[no-untyped-def]
+        for i in range(4):
+            yield (np.array(i),)
+
+    return [
+        ds.NumpySlicesDataset({"a": np.arange(4)}, shuffle=False),
+        ds.GeneratorDataset(rows, ["a"], shuffle=False),
+    ]
+
+
+@pytest.mark.parametrize("source", range(2), ids=["column_source", "generator"])
+@pytest.mark.parametrize("operation, what", _NOT_COLUMN_VALUES, ids=["None", "tuple_of_None", "dict", "objects"])
+def test_map_python_operation_must_return_column_values(source: int, operation: Any, what: str) -> None:
     # Regression: a Python callable returning None or a dict gave object arrays that reached the
     # user (or failed later, far from the map); now the map names the callable and the columns.
-    data = ds.NumpySlicesDataset({"a": np.arange(4)}, shuffle=False)
-
-    def forgot_return(a):  # type: ignore[no-untyped-def]
-        a + 1
-
-    cases = [(forgot_return, "NoneType"), (lambda a: {"a": a}, "dict"), (lambda a: np.array([None]), "an array of Python objects")]
-    for operation, what in cases:
-        with pytest.raises(RuntimeError, match=rf"map: .* on columns \['a'\] returned {what}; a Python operation must return"):
-            list(data.map(operation, "a"))
-        with pytest.raises(RuntimeError, match=rf"returned {what}"):
-            list(data.map(operation, "a").batch(2))
+    # The generator case is the row path's one-op-one-column shortcut, which skipped the check.
+    data = _one_column_sources()[source]
+    message = rf"map: .* on columns \['a'\] returned {what}; a Python operation must return"
+    with pytest.raises(RuntimeError, match=message):
+        list(data.map(operation, "a"))
+    with pytest.raises(RuntimeError, match=message):
+        list(data.map(operation, "a").batch(2))
+    with pytest.raises(RuntimeError, match=message):  # the general path: two ops in one map
+        list(data.map([lambda a: a, operation], "a"))
     assert [r[0].tolist() for r in data.map(lambda a: (a * 2, "s"), "a", ["x", "y"]).project("x")] == [0, 2, 4, 6]
+    assert [r[0].tolist() for r in data.map(lambda a: a * 2, "a")] == [0, 2, 4, 6]
 
 
 def test_batch_per_batch_map_must_return_a_tuple() -> None:
