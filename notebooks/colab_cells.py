@@ -3,12 +3,13 @@
 Each notebook gets
 
 * an "Open in Colab" badge in its first markdown cell, under the title, linking
-  ``https://colab.research.google.com/github/nbcallback/nbcallback/blob/main/notebooks/<path>``;
+  ``https://colab.research.google.com/github/<owner>/<name>/blob/<branch>/notebooks/<path>``, the repository
+  and branch of ``nbcallback/repository.py`` (a fork points them at itself with ``python -m nbcallback.fork``);
 * a code cell with the id ``colab-install`` right after that markdown cell. Outside
   Colab it does nothing (no output, so the committed outputs and nbval stay as they
   were). On Colab (``google.colab`` imported in the kernel, as ``nbcallback.widgets.env.host``
   checks) it pip-installs nbcallback from the repository (``$NBCALLBACK_PIP_SOURCE``,
-  default ``git+https://github.com/nbcallback/nbcallback``) with Colab's own torch,
+  default ``git+https://github.com/<owner>/<name>@<branch>``) with Colab's own torch,
   ipywidgets, ipykernel ... pinned to their installed versions, so pip replaces none of
   them. The data comes, as everywhere, from the notebook's own ``download_mnist()`` cell.
 
@@ -31,15 +32,30 @@ outputs (it prints nothing outside Colab), so the notebook need not be re-execut
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import nbformat
 
 HERE = Path(__file__).resolve().parent
-REPO_URL = "https://github.com/nbcallback/nbcallback"
-BRANCH = "main"
+
+
+def _load_repository() -> ModuleType:
+    """This checkout's nbcallback/repository.py (not an installed nbcallback's: a fork's clone uses its own)."""
+    spec = importlib.util.spec_from_file_location("nbcallback_checkout_repository", HERE.parent / "nbcallback" / "repository.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+repository = _load_repository()
+REPOSITORY = repository.REPOSITORY
+REPO_URL = repository.github_url(REPOSITORY)
+BRANCH = repository.BRANCH
 CELL_ID = "colab-install"
 #: The notebooks that get the Colab cells, relative to notebooks/.
 NOTEBOOKS = tuple(
@@ -47,6 +63,8 @@ NOTEBOOKS = tuple(
     for prefix in ("", "zh_CN/")
     for name in ("1_callback_tutorial.ipynb", "2_builtin_callbacks.ipynb", "3_custom_callbacks.ipynb", "4_widgets.ipynb")
 )
+#: Notebooks generated from a master (relative to notebooks/), which gets their cells: master -> notebook.
+MASTERS: dict[str, str] = {}
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 _BADGE_LINE = re.compile(r"^\[!\[[^\]]*\]\(https://colab\.research\.google\.com/assets/[^)]*\)\]\([^)]*\)[ \t]*$", re.MULTILINE)
 
@@ -77,7 +95,7 @@ if "google.colab" in sys.modules:
                 pass
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
             pins.write("\\n".join(keep) + "\\n")
-        source = os.environ.get("NBCALLBACK_PIP_SOURCE", "git+{repo}")
+        source = os.environ.get("NBCALLBACK_PIP_SOURCE", "{source}")
         done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", pins.name, source],
                               capture_output=True, text=True)
         if done.returncode != 0:
@@ -105,12 +123,13 @@ def _language(relative: str) -> str:
 def install_source(language: str = "en") -> str:
     """The install cell's code for one language."""
     keep = "(" + ", ".join(f'"{name}"' for name in KEEP) + ")"
-    return INSTALL_CELL.format(keep=keep, repo=REPO_URL, **WORDS[language]).rstrip("\n")
+    source = repository.pip_source(REPOSITORY, BRANCH)
+    return INSTALL_CELL.format(keep=keep, source=source, **WORDS[language]).rstrip("\n")
 
 
 def colab_url(relative: str) -> str:
     """Colab's address for a notebook of this folder (``relative``: e.g. ``zh_CN/1_callback_tutorial.ipynb``)."""
-    return f"https://colab.research.google.com/github/{REPO_URL.removeprefix('https://github.com/')}/blob/{BRANCH}/notebooks/{relative}"
+    return repository.colab_url(f"notebooks/{relative}", REPOSITORY, BRANCH)
 
 
 def badge(relative: str) -> str:
@@ -156,21 +175,28 @@ def is_current(notebook: nbformat.NotebookNode, relative: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", help=f"paths relative to notebooks/ (default: {', '.join(NOTEBOOKS)})")
+    parser.add_argument("notebooks", nargs="*",
+                        help=f"paths relative to notebooks/ (default: {', '.join((*NOTEBOOKS, *MASTERS))})")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook is out of date")
     args = parser.parse_args(argv)
+    generated = {opened: master for master, opened in MASTERS.items()}
     status = 0
-    for relative in args.notebooks or NOTEBOOKS:
+    for relative in args.notebooks or (*NOTEBOOKS, *MASTERS):
+        relative = generated.get(relative, relative)  # 5_exercises.ipynb: its master
+        opened = MASTERS.get(relative, relative)
+        then = f", then python notebooks/exercises/assign.py --lang {'zh_CN' if _language(opened) == 'zh_CN' else 'en'}" \
+            if relative in MASTERS else ""
         path = HERE / relative
         notebook = nbformat.read(path, as_version=4)
-        if is_current(notebook, relative):
+        if is_current(notebook, opened):
             continue
         if args.check:
-            print(f"{relative}: the Colab badge or install cell is missing or out of date; run python notebooks/colab_cells.py {relative}")
+            print(f"{relative}: the Colab badge or install cell is missing or out of date; "
+                  f"run python notebooks/colab_cells.py {relative}{then}")
             status = 1
             continue
-        nbformat.write(update(notebook, relative), path)
-        print(f"{relative}: updated")
+        nbformat.write(update(notebook, opened), path)
+        print(f"{relative}: updated" + (f"; now run{then.removeprefix(', then')}" if then else ""))
     return status
 
 
