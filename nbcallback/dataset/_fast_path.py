@@ -8,9 +8,11 @@ every node up to and including the first plain ``batch`` is supported:
 node                on the fast path
 ==================  ============================================================
 source              epoch order = a tensor of row indices (same draws as ``_rows``)
-``map``             built-in ops (:class:`~nbcallback.dataset.transforms.TensorOperation`)
-                    run once on the whole column and are cached; Python
-                    callables (and built-ins after them) run per row, lazily
+``map``             deterministic built-in ops (those
+                    :func:`~nbcallback.dataset.transforms.is_cacheable` accepts)
+                    run once on the whole column and are cached; random ops,
+                    Python callables (and built-ins after them) run per row,
+                    lazily, every epoch
 ``shuffle``         the same buffer shuffle, applied to the index tensor
 ``repeat(n)``       index tensors of ``n`` passes, concatenated (``repeat(-1)``
                     falls back)
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from .transforms import TensorOperation
+from .transforms import is_cacheable
 
 if TYPE_CHECKING:
     from .datasets import Dataset
@@ -150,7 +152,7 @@ class Plan:
         if len(stage.input_columns) == 1 and untouched:
             column, owned = self.columns[name], name in self.owned
             done = 0
-            while done < len(ops) and isinstance(ops[done], TensorOperation):
+            while done < len(ops) and is_cacheable(ops[done]):
                 try:
                     column, owned = ops[done]._apply_column(column, owned)
                 except (RuntimeError, TypeError, ValueError) as exc:
@@ -277,7 +279,7 @@ def _supported(node: "Dataset", below: list["Dataset"]) -> bool:
         return bool(node._stage.plain)
     if isinstance(node, (ops.RenameDataset, ops.ProjectDataset)):
         return not any(
-            isinstance(n, ops.MapDataset) and not all(isinstance(op, TensorOperation) for op in n._stage.operations)
+            isinstance(n, ops.MapDataset) and not all(is_cacheable(op) for op in n._stage.operations)
             for n in below
         )
     return False

@@ -162,13 +162,16 @@ class Dataset:
     ) -> "Dataset":
         """Apply operations to columns; returns a new dataset.
 
-        Built-in ops (:class:`~nbcallback.dataset.transforms.TensorOperation`,
-        also inside a :class:`~nbcallback.dataset.transforms.Compose`) are
-        applied once to the whole column and cached when the pipeline allows
-        it; any other callable is applied per row at iteration time, receives
-        numpy arrays (one per input column) and may return one value or a
-        tuple (one per output column). A random augmentation written as a
-        Python callable is therefore re-drawn every epoch.
+        Deterministic built-in ops (a
+        :class:`~nbcallback.dataset.transforms.TensorOperation` declaring
+        ``random = False``, also inside a
+        :class:`~nbcallback.dataset.transforms.Compose`) are applied once to
+        the whole column and cached when the pipeline allows it; random ops
+        run per row, every epoch; any other callable is applied per row at
+        iteration time, receives numpy arrays (one per input column) and may
+        return one value or a tuple (one per output column). A random
+        augmentation written as a Python callable is therefore re-drawn every
+        epoch.
 
         Args:
             operations: One operation or a list of them, applied in order; each

@@ -8,6 +8,6 @@ and ``from nbcallback.dataset.transforms import OneHot`` give one class.
 """
 from __future__ import annotations
 
-from .transforms import Compose, OneHot, TensorOperation, TypeCast, empty_tensor, to_torch_dtype
+from .transforms import Compose, OneHot, TensorOperation, TypeCast, empty_tensor, is_cacheable, to_torch_dtype
 
-__all__ = ["Compose", "OneHot", "TensorOperation", "TypeCast", "empty_tensor", "to_torch_dtype"]
+__all__ = ["Compose", "OneHot", "TensorOperation", "TypeCast", "empty_tensor", "is_cacheable", "to_torch_dtype"]

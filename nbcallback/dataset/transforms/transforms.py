@@ -8,22 +8,26 @@ points that compute the same thing:
 * ``op._apply_column(column, owned)`` on a whole column ``(N, *sample_shape)``
   at once. :meth:`Dataset.map <nbcallback.dataset.Dataset.map>` uses this to
   transform all 60,000 MNIST images in a few vectorised passes and caches the
-  result, because built-in ops are deterministic.
+  result for every epoch, when the op is deterministic.
 
 ``op(x)`` is implemented as ``_apply_column(x[None])[0]`` so that both paths
 share one implementation and give bit-identical results.
+
+Every op says whether it draws random numbers, in its class attribute
+``random``; :func:`is_cacheable` reads that, and it alone decides whether
+``map`` may compute an op once and reuse the result every epoch.
 """
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 import numpy as np
 import torch
 
 from .._validate import check_int, check_real, type_error
 
-__all__ = ["Compose", "OneHot", "TensorOperation", "TypeCast"]
+__all__ = ["Compose", "OneHot", "TensorOperation", "TypeCast", "is_cacheable"]
 
 _A = TypeVar("_A", np.ndarray, torch.Tensor)
 
@@ -80,14 +84,34 @@ def _sample_to_tensor(data: Any, op_name: str) -> tuple[torch.Tensor, bool]:
 
 
 class TensorOperation:
-    """Base class of the built-in, deterministic dataset operations.
+    """Base class of the built-in dataset operations.
 
-    Subclasses implement :meth:`_apply_column`; calling the op on one sample
-    runs the same code on a column of length one. ``map`` recognises instances
-    of this class and transforms whole columns once instead of per sample, so
-    a subclass must be deterministic and work row by row
-    (``op._apply_column(c)[i]`` equals ``op(c[i])``).
+    Subclasses implement :meth:`_apply_column`, which must work row by row
+    (``op._apply_column(c)[i]`` equals ``op(c[i])``); calling the op on one
+    sample runs the same code on a column of length one.
+
+    Every subclass says whether it is random in the class attribute
+    ``random`` (inherited from a parent that says it):
+
+    * ``random = False``: the op is deterministic, and ``map`` may transform
+      the whole column once and reuse the result for every epoch;
+    * ``random = True``: ``map`` runs it per sample, every epoch, so each
+      sample and each epoch draws anew.
+
+    A subclass that says neither raises TypeError when it is defined, so a
+    random op cannot be cached for all epochs by mistake.
     """
+
+    random: ClassVar[bool]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not isinstance(getattr(cls, "random", None), bool):
+            raise TypeError(
+                f"{cls.__name__} must say whether it is random: set the class attribute random = True (map runs "
+                f"it per sample, every epoch) or random = False (deterministic: map may run it once on the whole "
+                f"column and reuse the result every epoch)."
+            )
 
     def _apply_column(self, column: torch.Tensor, owned: bool) -> tuple[torch.Tensor, bool]:
         """Transform a whole column.
@@ -128,6 +152,16 @@ class TensorOperation:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({args})"
+
+
+def is_cacheable(op: object) -> bool:
+    """Whether ``map`` may run ``op`` once on a whole column and reuse the result for every epoch.
+
+    Only a :class:`TensorOperation` that declares ``random = False`` is; any
+    other callable (a random op, whatever its base class, or a Python
+    function) runs per sample, every epoch.
+    """
+    return isinstance(op, TensorOperation) and type(op).random is False
 
 
 def to_torch_dtype(data_type: Any, name: str = "data_type") -> torch.dtype:
@@ -184,6 +218,8 @@ class TypeCast(TensorOperation):
         TypeError: ``data_type`` is not a dtype or has no tensor equivalent.
     """
 
+    random: ClassVar[bool] = False
+
     def __init__(self, data_type: Any) -> None:
         self._dtype = to_torch_dtype(data_type)
         self.data_type = data_type
@@ -223,6 +259,8 @@ class OneHot(TensorOperation):
     Applying the op raises RuntimeError for non-integer labels, labels of rank
     above 1, or labels outside ``[0, num_classes)``.
     """
+
+    random: ClassVar[bool] = False
 
     def __init__(self, num_classes: int, smoothing_rate: float = 0.0) -> None:
         if isinstance(smoothing_rate, (bool, np.bool_)) or not isinstance(smoothing_rate, (int, float)):

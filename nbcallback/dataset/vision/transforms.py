@@ -5,17 +5,21 @@ Images follow MindSpore's conventions: numpy arrays of shape ``<H, W, C>`` or
 in/numpy out or tensor in/tensor out; a PIL image goes in as its numpy array,
 except in :class:`Resize`, which resizes it with Pillow and returns a PIL image).
 
+Every op declares in its class attribute ``random`` whether it draws random
+numbers, and only that decides whether ``map`` caches it:
+
 * Deterministic ops (Rescale, Normalize, HWC2CHW, Resize, CenterCrop, Pad,
-  Grayscale, ToTensor) derive from
+  Grayscale, ToTensor; ``random = False``) derive from
   :class:`~nbcallback.dataset.transforms.TensorOperation`: ``dataset.map``
   runs them once on the whole column and caches the result, which is what
   makes a pipeline over MNIST cost a few vectorised passes.
-* Random ops (RandomCrop, RandomHorizontalFlip, RandomVerticalFlip) and
-  Decode (whose output size depends on the bytes) are plain callables:
-  ``map`` runs them per sample, every epoch, so each sample and each epoch
-  draws anew. They draw from torch's global generator, so
-  ``torch.manual_seed`` (or ``nbcallback.dataset.config.set_seed``) makes
-  them reproducible.
+* Random ops (RandomCrop, RandomHorizontalFlip, RandomVerticalFlip;
+  ``random = True``) are never cached: ``map`` runs them per sample, every
+  epoch, so each sample and each epoch draws anew. They draw from torch's
+  global generator, so ``torch.manual_seed`` (or
+  ``nbcallback.dataset.config.set_seed``) makes them reproducible.
+* Decode (whose output size depends on the bytes) is a plain callable, run
+  per sample.
 
 Arithmetic is done in float32, like MindSpore's kernels.
 """
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any, Sequence, TypeVar
+from typing import Any, ClassVar, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -78,6 +82,8 @@ class Rescale(TensorOperation):
         ValueError: An argument is outside float32 range, or NaN.
     """
 
+    random: ClassVar[bool] = False
+
     def __init__(self, rescale: float, shift: float) -> None:
         self._rescale = check_real(rescale, "rescale")
         self._shift = check_real(shift, "shift")
@@ -113,6 +119,8 @@ class Normalize(TensorOperation):
     Applying the op raises RuntimeError when the image has fewer than two
     dimensions or its channel count differs from ``len(mean)``.
     """
+
+    random: ClassVar[bool] = False
 
     def __init__(self, mean: Sequence[float], std: Sequence[float], is_hwc: bool = True) -> None:
         for name, values in (("mean", mean), ("std", std)):
@@ -167,6 +175,8 @@ class HWC2CHW(TensorOperation):
     RuntimeError when the op is applied. On a column this is one
     ``(N, H, W, C) -> (N, C, H, W)`` transpose, free when ``C == 1``.
     """
+
+    random: ClassVar[bool] = False
 
     def __init__(self) -> None:
         pass
@@ -225,10 +235,13 @@ def _sample(data: Any, op_name: str) -> tuple[torch.Tensor, bool]:
 class _RandomOperation:
     """Base of the random ops: plain callables, one fresh draw per call.
 
-    They are deliberately not :class:`TensorOperation` (whose results ``map``
-    computes once and caches): ``map`` runs them per sample and every epoch.
-    Several images passed in one call (``op(image, mask)``) get the same draw.
+    They declare ``random = True``, so ``map`` runs them per sample and every
+    epoch and never caches them (see
+    :func:`~nbcallback.dataset.transforms.is_cacheable`). Several images
+    passed in one call (``op(image, mask)``) get the same draw.
     """
+
+    random: ClassVar[bool] = True
 
     def _apply(self, images: list[torch.Tensor]) -> list[torch.Tensor]:
         raise NotImplementedError
@@ -314,6 +327,8 @@ class Resize(TensorOperation):
     numpy image or ``Inter.AREA``/``Inter.PILCUBIC`` on a PIL image.
     """
 
+    random: ClassVar[bool] = False
+
     def __init__(self, size: int | Sequence[int], interpolation: Inter = Inter.LINEAR) -> None:
         if interpolation is None:
             raise KeyError("Interpolation should not be None; pass an Inter mode such as Inter.LINEAR.")
@@ -392,6 +407,8 @@ class CenterCrop(TensorOperation):
         ValueError: A size is out of range.
     """
 
+    random: ClassVar[bool] = False
+
     def __init__(self, size: int | Sequence[int]) -> None:
         checked = check_size(size)
         self._crop = (checked[0], checked[-1])
@@ -433,6 +450,8 @@ class Pad(TensorOperation):
         ValueError: ``padding`` has a length other than 2 or 4, or a value is
             out of range.
     """
+
+    random: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -599,6 +618,8 @@ class Decode:
     numpy array of bytes, and RuntimeError when the bytes are not an image.
     """
 
+    random: ClassVar[bool] = False
+
     def __init__(self, to_pil: bool = False) -> None:
         self.to_pil = check_bool(to_pil, "to_pil")
 
@@ -647,6 +668,8 @@ class Grayscale(TensorOperation):
         ValueError: ``num_output_channels`` is not 1 or 3.
     """
 
+    random: ClassVar[bool] = False
+
     def __init__(self, num_output_channels: int = 1) -> None:
         if isinstance(num_output_channels, (bool, np.bool_)) or not isinstance(num_output_channels, (int, np.integer)):
             raise type_error("num_output_channels", num_output_channels, (int,))
@@ -679,6 +702,8 @@ class ToTensor(TensorOperation):
     or ``<H, W, C>``, and for uint32, int64, uint64 or string images (as
     MindSpore's kernel).
     """
+
+    random: ClassVar[bool] = False
 
     def __init__(self, output_type: Any = np.float32) -> None:
         self._dtype = to_torch_dtype(output_type, "output_type")

@@ -1,9 +1,10 @@
 """nbcallback's own checks of how vision ops run inside ``map`` (no MindSpore counterpart).
 
-* Random ops (RandomCrop, RandomHorizontalFlip, RandomVerticalFlip) are plain
-  callables, so ``map`` runs them per sample and per epoch: they differ across
-  samples and epochs, and repeat exactly after re-seeding.
-* Deterministic ops are ``TensorOperation``s: ``map`` runs their
+* Every op says whether it is random (its class attribute ``random``). Random
+  ops (every one the package exports is found and run) are drawn per sample and
+  per epoch: they differ across samples and epochs, and repeat exactly after
+  re-seeding. That holds for a random op built on ``TensorOperation`` too.
+* Deterministic ``TensorOperation``s (``random = False``): ``map`` runs their
   ``_apply_column`` once per pipeline build, and that whole-column result
   equals the per-sample result.
 
@@ -13,15 +14,20 @@ module exists, else through ``random.seed``/``np.random.seed``/``torch.manual_se
 """
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 import torch
 
-from nbcallback.dataset import MnistDataset
-from nbcallback.dataset.transforms import OneHot, TensorOperation
+from nbcallback.dataset import MnistDataset, NumpySlicesDataset, transforms, vision
+from nbcallback.dataset.transforms import OneHot, TensorOperation, is_cacheable
+from nbcallback.dataset.transforms import c_transforms as transforms_c
+from nbcallback.dataset.transforms import py_transforms as transforms_py
+from nbcallback.dataset.vision import c_transforms as vision_c
+from nbcallback.dataset.vision import py_transforms as vision_py
 from nbcallback.dataset.vision import (
     Border,
     CenterCrop,
@@ -56,16 +62,42 @@ def _epochs(dataset: Any, epochs: int) -> list[list[np.ndarray]]:
     return [[np.array(row["image"]) for row in iterator] for _ in range(epochs)]
 
 
-RANDOM_OPS = [
-    RandomCrop(20, padding=2),
-    RandomHorizontalFlip(0.5),
-    RandomVerticalFlip(0.5),
-]
+_OP_MODULES = [vision, vision_c, vision_py, transforms, transforms_c, transforms_py]
+# Arguments for the random ops that need some; every other one is built with none.
+_ARGUMENTS: dict[str, tuple[Any, ...]] = {"RandomCrop": (20, 2)}
+
+
+def _exported_op_classes() -> list[type]:
+    """Every operation class the package's transform modules export (enums and helpers left out)."""
+    found: dict[str, type] = {}
+    for module in _OP_MODULES:
+        for name in module.__all__:
+            value = getattr(module, name)
+            # Not ops: the enums, Compose (map expands it into its ops), the base class.
+            if inspect.isclass(value) and name not in ("Border", "Inter", "Compose", "TensorOperation"):
+                found[value.__name__] = value
+    return sorted(found.values(), key=lambda c: c.__name__)
+
+
+def test_every_exported_op_declares_whether_it_is_random() -> None:
+    classes = _exported_op_classes()
+    assert len(classes) >= 14  # the 12 vision ops, OneHot, TypeCast
+    for cls in classes:
+        assert isinstance(getattr(cls, "random", None), bool), f"{cls.__name__} does not declare random = True/False"
+        if cls.__name__.startswith("Random"):
+            assert cls.random, f"{cls.__name__} is named random but declares random = False"
+
+
+RANDOM_OPS = [cls(*_ARGUMENTS.get(cls.__name__, ())) for cls in _exported_op_classes() if getattr(cls, "random", False)]
+
+
+def test_the_random_ops_are_found() -> None:
+    assert {type(op).__name__ for op in RANDOM_OPS} >= {"RandomCrop", "RandomHorizontalFlip", "RandomVerticalFlip"}
 
 
 @pytest.mark.parametrize("op", RANDOM_OPS, ids=lambda op: type(op).__name__)
-def test_random_ops_are_not_cached_column_ops(op: Any) -> None:
-    assert not isinstance(op, TensorOperation)
+def test_random_ops_are_never_cached(op: Any) -> None:
+    assert not is_cacheable(op)
 
 
 @pytest.mark.parametrize("op", RANDOM_OPS, ids=lambda op: type(op).__name__)
@@ -81,6 +113,59 @@ def test_random_ops_differ_across_samples_and_epochs_and_repeat_under_seed(op: A
     for epoch, epoch_again in zip(first, again):
         for a, b in zip(epoch, epoch_again):
             np.testing.assert_array_equal(a, b)
+
+
+class _Noise(TensorOperation):
+    """A random op written on TensorOperation (as a user or a new built-in might): adds uniform noise."""
+
+    random: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _apply_column(self, column: torch.Tensor, owned: bool) -> tuple[torch.Tensor, bool]:
+        self.calls += 1
+        return column.to(torch.float32) + torch.rand(column.shape), True
+
+
+class _Plus(TensorOperation):
+    """A deterministic op that counts its calls."""
+
+    random: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _apply_column(self, column: torch.Tensor, owned: bool) -> tuple[torch.Tensor, bool]:
+        self.calls += 1
+        return column + 1, True
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_random_tensor_operation_is_drawn_every_epoch_and_a_deterministic_one_is_cached(batched: bool) -> None:
+    # Regression: whether map cached an op depended only on its base class, so a random op built on
+    # TensorOperation was computed once and every epoch saw the same noise.
+    rows = 12
+    plus, noise = _Plus(), _Noise()
+    dataset = NumpySlicesDataset({"x": np.zeros((rows, 3), np.float32)}, shuffle=False).map([plus, noise], "x")
+    if batched:
+        dataset = dataset.batch(4)
+    iterator = dataset.create_tuple_iterator(num_epochs=2, output_numpy=True)
+    epochs = [np.concatenate([np.asarray(x).reshape(-1, 3) for (x,) in iterator]) for _ in range(2)]
+    assert epochs[0].shape == (rows, 3)
+    assert not np.array_equal(epochs[0], epochs[1]), "the random op was cached: epoch 2 repeated epoch 1"
+    assert len({row.tobytes() for row in epochs[0]}) == rows, "the random op gave two rows the same draw"
+    assert all(((1 <= e) & (e < 2)).all() for e in epochs)  # 0 + 1 (plus) + noise in [0, 1)
+    assert plus.calls == 1  # deterministic: once on the whole column, reused by the second epoch
+    assert noise.calls == 2 * rows  # random: once per sample per epoch
+
+
+def test_a_tensor_operation_that_does_not_say_whether_it_is_random_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"Undeclared must say whether it is random: set the class attribute random"):
+
+        class Undeclared(TensorOperation):
+            def _apply_column(self, column: torch.Tensor, owned: bool) -> tuple[torch.Tensor, bool]:
+                return column, owned
 
 
 def test_random_crop_then_column_ops_in_one_map(tmp_path: Path) -> None:
