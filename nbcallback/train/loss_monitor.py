@@ -33,10 +33,12 @@ class LossMonitor(BuiltinCallback):
     A NaN or infinite loss raises ``ValueError`` ("In epoch: … step: …, loss is
     NAN or INF, training process cannot continue, terminating training."), as in
     MindSpore, even when nothing is printed. On the CPU the loss is checked every
-    step. On a GPU reading it every step would stall the device, so the check is
-    kept on the device and read at print steps and epoch ends; the error still
-    names the first bad step. Without a ``LossMonitor`` a NaN loss does not stop
-    training (see ``TerminateOnNaN`` for a silent stop).
+    step. On a GPU reading it every step would stall the device, so the losses of
+    the steps in between are kept (references to the 0-d tensors, no kernel) and
+    checked together at the next print step or epoch end: the error then names
+    the first bad step, raised at most ``per_print_times`` steps (or an epoch)
+    after it. Without a ``LossMonitor`` a NaN loss does not stop training (see
+    ``TerminateOnNaN`` for a silent stop).
 
     As in MindSpore, the printing is the legacy ``step_end`` (``on_train_step_end``
     reaches it through the base class), so a subclass overriding ``step_end`` and calling
@@ -52,12 +54,12 @@ class LossMonitor(BuiltinCallback):
         super().__init__()
         self._per_print_times = check_non_negative_int(per_print_times, "per_print_times", "LossMonitor")
         self._last_print_time = 0
-        self._first_bad_step: torch.Tensor | None = None
+        self._unchecked = _UncheckedLosses()
 
     def begin(self, run_context: RunContext) -> None:
         """Reset the print counter (a new run counts its steps from 0)."""
         self._last_print_time = 0
-        self._first_bad_step = None
+        self._unchecked = _UncheckedLosses()
 
     def step_end(self, run_context: RunContext) -> None:
         """Check the step's loss for NaN/Inf and print it when due."""
@@ -67,12 +69,12 @@ class LossMonitor(BuiltinCallback):
             self._last_print_time = 0
         outputs = cb_params["net_outputs"]
         due = self._per_print_times != 0 and cur_step - self._last_print_time >= self._per_print_times
-        if isinstance(outputs, torch.Tensor) and outputs.device.type != "cpu" and not due:
-            self._track_on_device(outputs, cur_step)
-            return
-        self._check_pending(cb_params)
-        loss = loss_value(outputs)
         epoch = cb_params.get("cur_epoch_num", 1)
+        if isinstance(outputs, torch.Tensor) and outputs.device.type != "cpu" and not due:
+            self._unchecked.add(outputs, epoch, step_in_epoch(cb_params))
+            return
+        self._raise_if_unchecked_bad()
+        loss = loss_value(outputs)
         if isinstance(loss, float) and (math.isnan(loss) or math.isinf(loss)):
             raise ValueError(_nan_message(epoch, step_in_epoch(cb_params)))
         if due:
@@ -81,30 +83,57 @@ class LossMonitor(BuiltinCallback):
             if acts_on_rank(cb_params):
                 print("epoch: %s step: %s, loss is %s" % (epoch, step_in_epoch(cb_params), loss), flush=True)
 
-    def _track_on_device(self, loss: torch.Tensor, step: int) -> None:
-        bad = ~torch.isfinite(loss.detach().float().mean())
-        if self._first_bad_step is None:
-            self._first_bad_step = torch.zeros((), dtype=torch.int64, device=loss.device)
-        first = self._first_bad_step
-        self._first_bad_step = torch.where(bad & (first == 0), torch.full_like(first, step), first)
-
-    def _check_pending(self, cb_params: dict) -> None:
-        if self._first_bad_step is None:
-            return
-        bad_step = int(self._first_bad_step)
-        self._first_bad_step = None
-        if bad_step:
-            batch_num = cb_params["batch_num"]
-            epochs_back = (cb_params["cur_step_num"] - 1) // batch_num - (bad_step - 1) // batch_num
-            epoch = cb_params.get("cur_epoch_num", 1) - epochs_back
-            raise ValueError(_nan_message(epoch, (bad_step - 1) % batch_num + 1))
+    def _raise_if_unchecked_bad(self) -> None:
+        bad = self._unchecked.first_non_finite()
+        if bad is not None:
+            raise ValueError(_nan_message(*bad))
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         cb_params = run_context.original_args()
-        self._check_pending(cb_params)
+        self._raise_if_unchecked_bad()
         metrics = cb_params.get("metrics")
         if metrics and acts_on_rank(cb_params):
             print("Eval result: epoch %d, metrics: %s" % (cb_params["cur_epoch_num"], metrics))
+
+
+class _UncheckedLosses:
+    """The device losses of the steps not read yet, with the epoch and step each came from.
+
+    ``add`` keeps a reference (no kernel, no synchronisation); every
+    ``CHUNK`` steps the kept losses are folded into one tensor of flags (two
+    kernels), so a long interval between checks holds a few small tensors, not
+    thousands. ``first_non_finite`` reads the flags once (one synchronisation).
+    """
+
+    CHUNK = 1024
+
+    def __init__(self) -> None:
+        self._losses: list[torch.Tensor] = []
+        self._flags: list[torch.Tensor] = []
+        self._where: list[tuple[int, int]] = []
+
+    def add(self, loss: torch.Tensor, epoch: int, step: int) -> None:
+        self._losses.append(loss)
+        self._where.append((epoch, step))
+        if len(self._losses) >= self.CHUNK:
+            self._fold()
+
+    def _fold(self) -> None:
+        values = torch.stack([loss.reshape(()) if loss.numel() == 1 else loss.float().mean() for loss in self._losses])
+        self._flags.append(~torch.isfinite(values))
+        self._losses = []
+
+    def first_non_finite(self) -> tuple[int, int] | None:
+        """``(epoch, step)`` of the first kept loss that is NaN or infinite, else ``None``; forgets them all."""
+        if self._losses:
+            self._fold()
+        if not self._flags:
+            return None
+        flags = torch.cat(self._flags) if len(self._flags) > 1 else self._flags[0]
+        where = self._where
+        self._flags, self._where = [], []
+        first = int(torch.where(flags.any(), flags.byte().argmax(), -1))  # argmax: the first of the maxima
+        return where[first] if first >= 0 else None
 
 
 def _global_mean(cb_params: dict, loss: object) -> object:

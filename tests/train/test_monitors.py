@@ -101,6 +101,57 @@ def test_nan_without_loss_monitor_does_not_stop():
     net = NanNet(bad_step=2)
     model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 0.0))
     model.train(1, blobs(3))
+    assert net.calls == 3  # the NaN step and the one after it ran
+
+
+class OnAccelerator(torch.Tensor):
+    """A CPU tensor that says it lives on a GPU: LossMonitor takes its device path (no read per step)."""
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return torch.device("cuda", 0)
+
+
+class ReportOnAccelerator(Callback):
+    """Before LossMonitor: hands it the step's loss as an :class:`OnAccelerator` tensor."""
+
+    def on_train_step_end(self, run_context):
+        cb_params = run_context.original_args()
+        cb_params.net_outputs = cb_params.net_outputs.as_subclass(OnAccelerator)
+
+
+@pytest.mark.parametrize(("per_print", "bad_step", "raised_at", "message_step"), [
+    (100, 7, "epoch end", (2, 2)),  # no print step: checked at the end of epoch 2
+    (3, 2, "step 3", (1, 2)),  # the print step after the bad one raises, naming the bad step
+    (3, 3, "step 3", (1, 3)),  # a print step reads its own loss at once
+])
+def test_nan_on_an_accelerator_is_raised_at_the_next_check_naming_its_step(per_print, bad_step, raised_at, message_step, capsys):
+    net = NanNet(bad_step=bad_step)
+    model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 0.0))
+    with pytest.raises(ValueError) as info:
+        model.train(2, blobs(5), callbacks=[ReportOnAccelerator(), LossMonitor(per_print)])
+    epoch, step = message_step
+    assert str(info.value) == (
+        f"In epoch: {epoch} step: {step}, loss is NAN or INF, training process cannot continue, terminating training."
+    )
+    checked_at = 10 if raised_at == "epoch end" else 3
+    assert net.calls == checked_at  # the steps up to the check ran, none after it
+    assert lines(capsys) == []
+
+
+def test_kept_losses_are_folded_and_the_first_bad_one_is_named(monkeypatch):
+    from nbcallback.train.loss_monitor import _UncheckedLosses
+
+    monkeypatch.setattr(_UncheckedLosses, "CHUNK", 4)
+    kept = _UncheckedLosses()
+    values = [0.5] * 9 + [math.inf, math.nan, 0.2]
+    for step, value in enumerate(values, start=1):
+        kept.add(torch.tensor(value), 1, step)
+    assert len(kept._flags) == 3 and kept._losses == []  # 12 losses in three folded chunks
+    assert kept.first_non_finite() == (1, 10)
+    assert kept.first_non_finite() is None  # checked losses are forgotten
+    kept.add(torch.tensor([1.0, math.nan]), 2, 1)  # a loss of several elements: its mean
+    assert kept.first_non_finite() == (2, 1)
 
 
 def test_eval_result_line_only_in_fit(capsys):
@@ -117,9 +168,11 @@ def test_eval_result_line_only_in_fit(capsys):
     assert [l.split(",")[0] for l in lines(capsys)] == ["Eval result: epoch 2"]
 
 
-def test_loss_monitor_in_model_eval_does_not_crash(capsys):
+def test_loss_monitor_in_model_eval_prints_nothing(capsys):
     """In ``Model.eval`` the monitor gets no train hooks (nbcallback uses on_train_* names)."""
-    make_model().eval(blobs(2), callbacks=LossMonitor(1))
+    metrics = make_model().eval(blobs(2), callbacks=LossMonitor(1))
+    assert set(metrics) == {"accuracy"}
+    assert lines(capsys) == []
 
 
 def test_loss_monitor_tuple_output_prints_tensor(capsys):
