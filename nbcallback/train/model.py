@@ -20,6 +20,7 @@ from nbcallback.train import distributed
 from nbcallback.train.callback import Callback, CallbackManager, CallbackParams, RunContext, normalize_callbacks
 from nbcallback.train.cells import TrainOneStepCell, WithEvalCell, WithLossCell
 from nbcallback.train.metrics import Loss, get_metrics
+from nbcallback.train.prefetch import prefetch_to_device
 
 __all__ = ["Model", "INTERNAL_CALLBACK_NAMES"]
 
@@ -104,6 +105,12 @@ class Model:
             ``{"mode": "max-autotune"}``). The first steps pay the compilation.
             An nbcallback extension; off by default, because on a small CPU model
             compiling costs more than it saves.
+        prefetch: copy each batch to the device one batch ahead, from pinned
+            memory on a side CUDA stream, so the GPU does not wait for the host
+            (see :mod:`nbcallback.train.prefetch`). ``None`` (default): on when
+            training on CUDA; ``False`` turns it off; ``True`` also prefetches to
+            another non-CPU device (plain copies). Batches already on the device
+            pass through. An nbcallback extension.
         **kwargs: MindSpore's ``loss_scale_manager``, ``keep_batchnorm_fp32``,
             ``boost_config_dict`` and ``acc_level`` are accepted and have no effect.
 
@@ -136,6 +143,7 @@ class Model:
         boost_level: str = "O0",
         device: str | torch.device | None = None,
         compile: bool | Mapping[str, Any] = False,  # noqa: A002 - the name torch users know
+        prefetch: bool | None = None,
         **kwargs: Any,
     ) -> None:
         for key in kwargs:
@@ -173,6 +181,12 @@ class Model:
                 f"(e.g. {{'backend': 'eager'}}), but got {type(compile).__name__}."
             )
 
+        if prefetch is not None and not isinstance(prefetch, bool):
+            raise TypeError(
+                "For 'Model', 'prefetch' must be True, False or None (on for CUDA), but got "
+                f"{type(prefetch).__name__}."
+            )
+
         self._network = network
         self._loss_fn = loss_fn
         self._optimizer = optimizer
@@ -180,6 +194,7 @@ class Model:
         self._amp_level = amp_level
         self._device = self._pick_device(network, device)
         self._on_cpu = self._device.type == "cpu"  # read on every batch; torch.device.type costs ~0.5 us
+        self._prefetch = not self._on_cpu and (self._device.type == "cuda" if prefetch is None else prefetch)
         network.to(self._device)
         if optimizer is not None:
             _check_optimizer_covers(network, optimizer)
@@ -526,6 +541,8 @@ class Model:
         run_context = RunContext(cb_params)
         train_network = self._train_network
         parallel = self._parallel
+        stop_vote = parallel.stop_vote()
+        stop_after_step = stop_vote.after_step
         check_columns = self._loss_fn is not None
         step_begin = manager.on_train_step_begin if manager.has_hook("on_train_step_begin") else None
         step_end = manager.on_train_step_end if manager.has_hook("on_train_step_end") else None
@@ -553,6 +570,8 @@ class Model:
                 skip_steps = 0
                 if after_skip is not None:
                     after_skip()
+            if self._prefetch:
+                batches = prefetch_to_device(batches, self._device)
             for batch in batches:
                 inputs = batch_inputs(batch)
                 if check_columns and len(inputs) != 2:
@@ -568,7 +587,7 @@ class Model:
                 cb_params["net_outputs"] = train_network(*inputs)
                 if step_end is not None:
                     step_end(run_context)
-                if parallel.stop_agreed(run_context, final=False) or run_context._stop_requested:
+                if stop_after_step(run_context):
                     break
             self._current_step_num = cur_step
             if valid_dataset is not None and _validates(epoch_index + 1, valid_frequency):
@@ -578,7 +597,7 @@ class Model:
             manager.on_train_epoch_end(run_context)
             cb_params.pop("metrics", None)
             cb_params.pop("eval_results", None)
-            if parallel.stop_agreed(run_context, final=True) or run_context._stop_requested:
+            if stop_vote.after_epoch(run_context):
                 break
         manager.on_train_end(run_context)
 
@@ -643,7 +662,7 @@ class Model:
             with torch.no_grad():
                 manager.on_eval_begin(run_context)
                 manager.on_eval_epoch_begin(run_context)
-                for batch in dataset:
+                for batch in prefetch_to_device(dataset, self._device) if self._prefetch else dataset:
                     inputs = self._batch_inputs(batch)
                     cur_step += 1
                     cb_params["cur_step_num"] = cur_step
