@@ -19,7 +19,8 @@ What a data-parallel ``Model`` does differently:
   and every shard padded to the same size (see
   :class:`nbcallback.dataset.pipeline.SourceDataset`).
 * A stop requested on any rank (``run_context.request_stop()``) stops every
-  rank after the same step: one 1-element ``all_reduce`` per step.
+  rank after the same step: one step after the request within an epoch, at
+  once at an epoch's end (see :class:`StopVote`).
 * Validation metrics (``Model.eval`` and fit's validation) are computed over
   the samples of all ranks, see :meth:`ParallelContext.reduce_metrics`.
 * The built-in callbacks that print or write (LossMonitor, TimeMonitor,
@@ -294,23 +295,9 @@ class ParallelContext:
                 set_epoch(epoch_index)
                 return
 
-    def stop_agreed(self, run_context: Any, final: bool) -> bool:
-        """Whether any rank asked to stop (all ranks then stop at the same step).
-
-        Every rank calls this after every step (and after every epoch): one
-        1-element ``all_reduce(MAX)`` of the stop flags, on the host (a gloo side
-        group under nccl, so the GPU is not synchronised). Stand-alone: the run
-        context's own flag, already checked by the caller.
-        """
-        if not self.is_distributed:
-            return False
-        group, device = _control_group()
-        flag = torch.tensor([1.0 if run_context.get_stop_requested() else 0.0], device=device)
-        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX, group=group)
-        if flag.item() > 0:
-            run_context.request_stop()
-            return True
-        return False
+    def stop_vote(self) -> "StopVote":
+        """A fresh :class:`StopVote` for one run of the training loop."""
+        return StopVote(self.is_distributed)
 
     def reduce_metrics(self, metric_fns: Mapping[str, Any]) -> dict[str, Any]:
         """Each metric's value over the whole validation set (the samples of all ranks).
@@ -354,6 +341,69 @@ class ParallelContext:
             return loss_metric.eval()
         _all_reduce_sums([loss_metric])
         return loss_metric.eval()
+
+
+# --------------------------------------------------------------------------- agreeing on a stop
+
+
+class StopVote:
+    """Whether the training loop stops now, the same answer on every rank.
+
+    Stand-alone it is the run context's own flag. With several ranks the
+    flags are combined with a 1-element ``all_reduce(MAX)`` on the host (a gloo
+    side group under nccl, so the GPU is not synchronised):
+
+    * after a step the vote is *asynchronous*: the flags of step *k* are sent
+      when step *k* ends and read when step *k + 1* ends, by which time they
+      have long arrived, so no step waits for the network. A stop requested in
+      step *k* stops every rank after step *k + 1*;
+    * after an epoch (the epoch-end hooks, e.g. ``EarlyStopping``, may have
+      asked to stop) the pending vote is read and one blocking vote is taken,
+      so an epoch-end request stops every rank at that epoch's end.
+    """
+
+    def __init__(self, distributed: bool) -> None:
+        self._distributed = distributed
+        self._pending: tuple[Any, torch.Tensor] | None = None
+
+    def after_step(self, run_context: Any) -> bool:
+        """Called after every step; True when every rank stops now."""
+        if not self._distributed:
+            return run_context._stop_requested
+        stop = self._read_pending()
+        if stop:
+            run_context.request_stop()
+            return True
+        group, device = _control_group()
+        flag = _flag(run_context, device)
+        work = torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX, group=group, async_op=True)
+        self._pending = (work, flag)
+        return False
+
+    def after_epoch(self, run_context: Any) -> bool:
+        """Called after every epoch's end hooks; True when every rank stops now."""
+        if not self._distributed:
+            return run_context._stop_requested
+        stop = self._read_pending()
+        group, device = _control_group()
+        flag = _flag(run_context, device)
+        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX, group=group)
+        if stop or flag.item() > 0:
+            run_context.request_stop()
+            return True
+        return False
+
+    def _read_pending(self) -> bool:
+        if self._pending is None:
+            return False
+        work, flag = self._pending
+        self._pending = None
+        work.wait()
+        return flag.item() > 0
+
+
+def _flag(run_context: Any, device: torch.device) -> torch.Tensor:
+    return torch.tensor([1.0 if run_context.get_stop_requested() else 0.0], device=device)
 
 
 # --------------------------------------------------------------------------- metric reduction

@@ -116,8 +116,9 @@ def test_two_ranks_agree(tmp_path):
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     # One decision, taken on the mean of the ranks' values.
     assert ranks[0]["early"] == ranks[1]["early"] == [pytest.approx(0.65), 2, 3, 3]
-    # The signal reached rank 1 only; both stopped after step 3 and rank 0 wrote the checkpoint.
-    assert ranks[0]["exit_step"] == ranks[1]["exit_step"] == 3
+    # The signal reached rank 1 only, in step 3; the ranks' stop vote of step 3 is read after step 4
+    # (see StopVote), so both stopped after step 4, and rank 0 wrote the checkpoint.
+    assert ranks[0]["exit_step"] == ranks[1]["exit_step"] == 4
     assert sorted(p.name for p in (tmp_path / "exit").iterdir()) == ["Net_train.ckpt", "Net_train.meta"]
     for rank in ranks:
         assert rank["backups"] == ["rank_0", "rank_1"]

@@ -104,8 +104,20 @@ def test_monitors_print_once(job: dict) -> None:
 
 
 def test_stop_requested_on_rank_1_stops_both_at_the_same_step(job: dict) -> None:
-    # The job exited 0 (checked by the fixture); both ranks ended after global step 20 (epoch 2, step 4).
-    assert job["ranks"][0]["stopped_at"] == job["ranks"][1]["stopped_at"] == [2, 20]
+    # The job exited 0 (checked by the fixture). 16 steps per epoch. A request in global step 20
+    # (epoch 2, step 4) is read with the next step's vote: both ranks end after step 21. A request
+    # in an epoch's last step (16) is read by the epoch-end vote: both end with epoch 1.
+    assert job["ranks"][0]["stopped_at"] == job["ranks"][1]["stopped_at"] == [[2, 21], [1, 16]]
+
+
+def test_no_step_waits_for_a_blocking_collective(job: dict) -> None:
+    # From one step's end to the next (within an epoch): the first step's stop vote, one asynchronous
+    # all_reduce, and the second step, which makes no blocking call of nbcallback's (DDP's gradient
+    # all-reduce is torch's own, not counted).
+    for result in job["ranks"]:
+        for between_steps in result["step_collectives"]:
+            assert between_steps, "no step was recorded"
+            assert all(calls == [True] for calls in between_steps), between_steps
 
 
 def test_eval_equals_single_process_eval_of_the_same_weights(job: dict) -> None:
@@ -150,9 +162,9 @@ def test_uneven_data_padded_to_equal_shards(job: dict) -> None:
     assert rank0[0] != rank0[1]
 
 
-def test_stop_agreement_cost_is_measured(job: dict, record_property) -> None:
-    costs = [result["stop_agreed_us"] for result in job["ranks"]]
-    record_property("stop_agreed_us", costs)
+def test_stop_vote_cost_is_measured(job: dict, record_property) -> None:
+    costs = [result["stop_vote_us"] for result in job["ranks"]]
+    record_property("stop_vote_us", costs)
     assert all(cost > 0 for cost in costs)
 
 

@@ -88,6 +88,23 @@ class StopOnRank1(Callback):
         self.final = [cb["cur_epoch_num"], cb["cur_step_num"]]
 
 
+class StepCalls(Callback):
+    """The ``all_reduce`` calls (True: asynchronous) from one step's end to the next one's, steps 2 on."""
+
+    def __init__(self, calls: list[bool]) -> None:
+        self.calls = calls
+        self.between_steps: list[list[bool]] = []
+
+    def on_train_epoch_begin(self, run_context: RunContext) -> None:
+        self.calls.clear()  # the epoch-end vote of the epoch before is blocking, on purpose
+
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        cb_params = run_context.original_args()
+        if (cb_params["cur_step_num"] - 1) % cb_params["batch_num"]:  # not the epoch's first step
+            self.between_steps.append(list(self.calls))
+        self.calls.clear()
+
+
 def main() -> None:
     out, data, odd, single_ckpt = (Path(a) for a in sys.argv[1:5])
     context = init_distributed(backend="gloo")
@@ -129,13 +146,31 @@ def main() -> None:
         "unused": sorted(unused),
     }
 
-    # B. A stop requested on rank 1 only stops both ranks after the same step.
-    torch.manual_seed(0)
-    net3 = network()
-    model3 = Model(net3, nn.CrossEntropyLoss(), torch.optim.SGD(net3.parameters(), 0.02))
-    stopper = StopOnRank1(rank, step=20)
-    model3.train(3, train, callbacks=[stopper])
-    result["stopped_at"] = stopper.final
+    # B. A stop requested on rank 1 only stops both ranks after the same step: the next step within an
+    # epoch (the vote is read one step later), at once at an epoch's last step. No step waits for a
+    # blocking collective of nbcallback's: every all_reduce made during the steps is asynchronous.
+    calls: list[bool] = []
+    plain_all_reduce = dist.all_reduce
+
+    def counting_all_reduce(*args: object, **kwargs: object):
+        calls.append(bool(kwargs.get("async_op", False)))
+        return plain_all_reduce(*args, **kwargs)
+
+    result["stopped_at"], result["step_collectives"] = [], []
+    for stop_step in (20, 16):
+        torch.manual_seed(0)
+        net3 = network()
+        model3 = Model(net3, nn.CrossEntropyLoss(), torch.optim.SGD(net3.parameters(), 0.02))
+        stopper = StopOnRank1(rank, step=stop_step)
+        steps = StepCalls(calls)
+        calls.clear()
+        dist.all_reduce = counting_all_reduce
+        try:
+            model3.train(3, train, callbacks=[stopper, steps])
+        finally:
+            dist.all_reduce = plain_all_reduce
+        result["stopped_at"].append(stopper.final)
+        result["step_collectives"].append(steps.between_steps)
 
     # C. Uneven data (1001 rows): padded shards of equal size, one shared shuffle per epoch.
     rows = MnistDataset(str(odd), usage="train")
@@ -145,17 +180,19 @@ def main() -> None:
         rows.set_epoch(epoch)
         result["odd"].append([key(image.to(torch.float32)) for image, _ in rows])
 
-    # D. The cost of the per-step stop agreement.
+    # D. The cost of the per-step stop vote on the training thread.
     run_context = RunContext(CallbackParams())
-    calls = 500
+    repeats = 500
     timings = []
     for _ in range(3):
+        vote = context.stop_vote()
         dist.barrier()
         started = time.perf_counter()
-        for _ in range(calls):
-            context.stop_agreed(run_context, final=False)
-        timings.append((time.perf_counter() - started) / calls * 1e6)
-    result["stop_agreed_us"] = min(timings)
+        for _ in range(repeats):
+            vote.after_step(run_context)
+        timings.append((time.perf_counter() - started) / repeats * 1e6)
+        vote.after_epoch(run_context)
+    result["stop_vote_us"] = min(timings)
 
     (out / f"rank{rank}.json").write_text(json.dumps(result))
     dist.barrier()
