@@ -41,6 +41,7 @@ Usage::
     python -m benchmarks --data /tmp/MNIST_Data                # everything, 5 rounds
     python benchmarks/run.py --rounds 7 --only train,eval
     python -m benchmarks --quick --json /tmp/q.json --png /tmp/q.png   # smoke run
+    python -m benchmarks --device cuda --data /tmp/MNIST_Data   # on a GPU: benchmarks/cuda.py
 
 Without ``--data`` MNIST is downloaded with ``nbcallback.dataset.download_mnist``
 into ``benchmarks/.data`` (honouring ``$NBCALLBACK_MNIST_URL``).
@@ -420,6 +421,11 @@ def _data_dir(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if any(arg == "--device" or arg.startswith("--device=") for arg in arguments):
+        from benchmarks.cuda import main as device_main  # the GPU suite: one process, see benchmarks/cuda.py
+
+        return device_main(arguments)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog="Comparisons: " + ", ".join(COMPARISONS))
     parser.add_argument("--data", help="an MNIST_Data folder (default: download_mnist into benchmarks/.data)")
