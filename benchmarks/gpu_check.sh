@@ -22,16 +22,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 (cd "$work" && unzip -q "$zip") || { echo "could not unzip $zip"; exit 2; }
 
 echo "== 1. CUDA tests"
-timeout 300 python3 -m pytest -q -p no:cacheprovider -o addopts="" \
+timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" \
     tests/perf/test_cuda_sync.py tests/perf/test_step_ops.py tests/train/test_prefetch.py tests/train/test_monitors.py \
     2>&1 | tee "$out/cuda_tests.log" || status=1
 
 echo "== 2. CUDA benchmark"
-timeout 420 python3 -m benchmarks --device cuda --data "$work/MNIST_Data" --json "$out/cuda.json" \
+timeout 300 python3 -m benchmarks --device cuda --data "$work/MNIST_Data" --json "$out/cuda.json" \
     2>&1 | grep -v '^USDT' | tee "$out/cuda_bench.log" || status=1
 
 echo "== 3. DDP example, nccl"
-timeout 180 torchrun --standalone --nproc_per_node=1 examples/ddp_mnist.py --epochs 1 --backend nccl \
+timeout 100 torchrun --standalone --nproc_per_node=1 examples/ddp_mnist.py --epochs 1 --backend nccl \
     --data-dir "$work" --checkpoint-dir "$work/ckpt" 2>&1 | tee "$out/ddp_nccl.log" || status=1
 
 exit $status
