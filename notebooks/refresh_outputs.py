@@ -58,6 +58,7 @@ def execute(path: Path, timeout: int = 600) -> float:
         notebook,
         timeout=timeout,
         kernel_name="python3",
+        record_timing=False,  # no execution timestamps in the cells' metadata: a rerun changes only what ran differently
         resources={"metadata": {"path": str(path.parent)}},
     )
     started = time.perf_counter()
