@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import builtins
 import copy
+import json
 from typing import Any, Iterator, Sequence, Union
 
 import numpy as np
 import torch
+import torch.distributed as dist
+from torch.distributed import distributed_c10d
 
 from ._validate import INT32_MAX, check_bool, check_columns, check_int, type_error
 from .datasets import Dataset
@@ -28,22 +31,68 @@ _MASK64 = (1 << 64) - 1
 
 
 def _process_group_size() -> int:
-    """World size of an initialised ``torch.distributed`` process group, else 1 (imported lazily)."""
-    import torch.distributed as dist
-
+    """World size of an initialised ``torch.distributed`` process group, else 1."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_world_size()
     return 1
 
 
-def _broadcast_seed(seed: int) -> int:
-    """Rank 0's ``seed``, on every rank."""
-    import torch.distributed as dist
+# How many sharded, shuffled datasets this process has started to iterate, per process group's store.
+_AGREEMENTS_STARTED: dict[int, int] = {}
 
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-    value = torch.tensor([seed], dtype=torch.int64, device=device)
-    dist.broadcast(value, src=0)
-    return int(value.item())
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _agree_shard_seed(seed: int, description: str) -> int:
+    """Rank 0's shuffle ``seed`` for a sharded dataset starting its first epoch, once every rank agrees.
+
+    The sharded, shuffled datasets each rank iterates are paired in the order
+    they start: this rank's ``n``-th is paired with every other rank's
+    ``n``-th, whose ``description`` (kind, rows, columns, sharding) must be the
+    same. It goes through the process group's key-value store, not a
+    collective, so it cannot be confused with another collective, and it waits
+    for the other ranks at most the process group's timeout.
+
+    Raises:
+        RuntimeError: Another rank's dataset differs, or another rank did not
+            start its ``n``-th such dataset within the timeout. The message
+            names both datasets and the fix.
+    """
+    store = distributed_c10d._get_default_store()  # the store init_process_group set up (torch has no public getter)
+    number = _AGREEMENTS_STARTED.get(id(store), 0) + 1
+    _AGREEMENTS_STARTED[id(store)] = number
+    rank, world = dist.get_rank(), dist.get_world_size()
+    keys = [f"nbcallback/dataset/shard_seed/{number}/rank{r}" for r in range(world)]
+    store.set(keys[rank], json.dumps({"seed": seed, "dataset": description}))
+    rule = (
+        "under torch.distributed every rank must iterate the same sharded, shuffled datasets in the same order, "
+        "so that they agree on each epoch's order and shard it without overlap"
+    )
+    fix = (
+        "Build and iterate the same datasets on every rank; give a dataset that one rank reads alone (e.g. for "
+        "a quick look) num_shards=1, shard_id=0: it then reads all rows and needs no other rank."
+    )
+    try:
+        store.wait(keys)
+    except RuntimeError as exc:  # DistStoreError: the process group's timeout passed
+        missing = [str(r) for r, key in enumerate(keys) if not store.check([key])]
+        who = f"rank {missing[0]}" if len(missing) == 1 else f"ranks {', '.join(missing)}"
+        raise RuntimeError(
+            f"This rank (rank {rank}) started iterating its {_ordinal(number)} sharded, shuffled dataset, "
+            f"{description}, but {who} did not start iterating a {_ordinal(number)} one within "
+            f"{store.timeout.total_seconds():g} s (the process group's timeout): {rule}. {fix}"
+        ) from exc
+    entries = [json.loads(store.get(key)) for key in keys]
+    unlike = [(r, entry["dataset"]) for r, entry in enumerate(entries) if entry["dataset"] != description]
+    if unlike:
+        others = "; ".join(f"rank {r}'s is {other}" for r, other in unlike)
+        raise RuntimeError(
+            f"The {_ordinal(number)} sharded, shuffled dataset this rank (rank {rank}) iterates is {description}, "
+            f"but {others}: {rule}. {fix}"
+        )
+    return int(entries[0]["seed"])
 
 
 def _sampler_indices(sampler: Any) -> list[int]:
@@ -89,9 +138,14 @@ class SourceDataset(Dataset):
       number of steps and DDP never waits on a rank that ran out of data. Up
       to ``num_shards - 1`` rows are seen twice per epoch; none when the rows
       divide evenly.
-    * The shuffle seed is drawn on rank 0 and broadcast (a collective: every
-      rank creates its datasets in the same order); epoch ``k``'s order comes
-      from ``(seed, k)`` (see :meth:`set_epoch`), identical on every rank.
+    * The shuffle seed is rank 0's, agreed when the dataset starts its first
+      epoch, not when it is created (creating a dataset never waits for other
+      ranks): the sharded, shuffled datasets the ranks iterate are paired in
+      the order they start, and each pair must have the same kind, rows,
+      columns and sharding, else iterating raises RuntimeError naming both;
+      a rank whose partner does not start within the process group's timeout
+      raises RuntimeError too. Epoch ``k``'s order comes from ``(seed, k)``
+      (see :meth:`set_epoch`), identical on every rank.
 
     Without a process group (one process) explicit shards are strided and
     unpadded, as described above.
@@ -100,6 +154,9 @@ class SourceDataset(Dataset):
         TypeError: An argument has the wrong type (bools are not ints).
         ValueError: Out-of-range values, or only one of ``num_shards`` /
             ``shard_id`` given.
+
+    Iterating raises RuntimeError under ``torch.distributed`` when the ranks'
+    sharded, shuffled datasets disagree (see above).
     """
 
     def __init__(
@@ -135,12 +192,12 @@ class SourceDataset(Dataset):
         self._columns_cache: dict[str, Any] | None = None
         # All shards must agree on each epoch's permutation: derive it from a
         # seed drawn once from torch's global RNG (equal on ranks seeded alike),
-        # and under torch.distributed take rank 0's.
+        # and under torch.distributed take rank 0's, agreed at the first epoch
+        # (_agree_shard_seed): nothing here talks to the other ranks.
         group = _process_group_size() if num_shards else 1
         self._pad_shards = group > 1
         self._shard_seed = int(torch.randint(0, 2**62, (1,)).item()) if num_shards and self._shuffle else 0
-        if group > 1 and self._shuffle:
-            self._shard_seed = _broadcast_seed(self._shard_seed)
+        self._seed_agreed = not (group > 1 and self._shuffle)
 
     def _default_shard(self) -> tuple[int | None, int | None]:
         """``(num_shards, shard_id)`` to use when neither was given.
@@ -149,8 +206,6 @@ class SourceDataset(Dataset):
         ranks is initialised, else ``(None, None)`` (no sharding).
         """
         if _process_group_size() > 1:
-            import torch.distributed as dist
-
             return dist.get_world_size(), dist.get_rank()
         return None, None
 
@@ -232,6 +287,9 @@ class SourceDataset(Dataset):
         elif self._num_shards is None:
             order = torch.randperm(rows, generator=ctx.generator(self))
         else:
+            if not self._seed_agreed:
+                self._shard_seed = _agree_shard_seed(self._shard_seed, self._description())
+                self._seed_agreed = True
             generator = torch.Generator()
             generator.manual_seed((self._shard_seed * 0x9E3779B97F4A7C15 + epoch) & _MASK64)
             order = torch.randperm(rows, generator=generator)
@@ -245,6 +303,13 @@ class SourceDataset(Dataset):
         if self._num_samples is not None:
             order = order[: self._num_samples]
         return order.contiguous()
+
+    def _description(self) -> str:
+        """What every rank's copy of a sharded dataset must share, in words (see :func:`_agree_shard_seed`)."""
+        return (
+            f"{type(self).__name__} of {self._base_rows()} rows, columns {self._source_col_names()}, "
+            f"num_shards={self._num_shards}, num_samples={self._num_samples}"
+        )
 
     def _rows(self, ctx: EpochContext) -> Iterator[Row]:
         indices = self._epoch_indices(ctx).tolist()

@@ -319,7 +319,7 @@ def test_random_access_generator_shards_itself_under_ddp(monkeypatch: pytest.Mon
     from nbcallback.dataset import sources
 
     monkeypatch.setattr(sources, "_process_group_size", lambda: 3)
-    monkeypatch.setattr(sources, "_broadcast_seed", lambda seed: seed)
+    monkeypatch.setattr(sources, "_agree_shard_seed", lambda seed, description: seed)
     monkeypatch.setattr(dist, "get_world_size", lambda: 3)
     seen = []
     for rank in range(3):
