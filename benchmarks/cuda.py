@@ -70,6 +70,7 @@ REFERENCE = {
     "nbcallback_bf16": "bare_bf16",
     "nbcallback_fp16": "bare_fp16", "nbcallback_fp16_fused": "bare_fp16",
     "nbcallback_pipeline": "bare_host_batches", "nbcallback_pipeline_noprefetch": "bare_host_batches",
+    "nbcallback_pipeline_pinned": "bare_host_batches",
 }
 QUICK_STEPS = 60
 
@@ -107,6 +108,31 @@ class HostBatches(DeviceBatches):
         for i in range(0, self.steps * BATCH_SIZE, BATCH_SIZE):
             index = perm[i:i + BATCH_SIZE]
             yield self.images[index], self.labels[index]
+
+
+class PinnedAhead:
+    """Another prefetch strategy, for comparison: pinned copies one batch ahead on the training stream itself.
+
+    No side stream and no events: the copy is queued behind the running step
+    (no overlap on the GPU), but from pinned memory it never makes the host wait.
+    """
+
+    def __init__(self, batches: Any, device: Any) -> None:
+        self.batches, self.device = batches, device
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[Any]:
+        def move(batch: Any) -> Any:
+            return tuple(item.pin_memory().to(self.device, non_blocking=True) for item in batch)
+
+        iterator = iter(self.batches)
+        pending = move(next(iterator))
+        for batch in iterator:
+            ready, pending = pending, move(batch)
+            yield ready
+        yield pending
 
 
 class Bench:
@@ -157,7 +183,7 @@ class Bench:
     # ---------------------------------------------------------------- nbcallback
 
     def model(self, amp_level: str = "O0", pipeline: bool = False, fused: bool = False,
-              prefetch: bool | None = None) -> Callable[[int | None], float]:
+              prefetch: bool | None = None, pinned_ahead: bool = False) -> Callable[[int | None], float]:
         ensure_repo_on_path()
         from benchmarks.workloads import _tutorial_callbacks, _tutorial_pipeline
         from nbcallback.train import Model
@@ -168,6 +194,8 @@ class Bench:
                 args = argparse.Namespace(data=self.data)
                 source = _tutorial_pipeline(args, limit=steps and steps * BATCH_SIZE)
                 next(iter(source))  # decode + transforms outside the timed epoch
+                if pinned_ahead:
+                    source = PinnedAhead(source, self.device)
             else:
                 source = DeviceBatches(*self.gpu, self.seed, steps)
             model = Model(network, loss_fn=loss_fn, optimizer=optimizer, metrics={"accuracy"}, amp_level=amp_level,
@@ -248,6 +276,8 @@ class Bench:
             "bare_host_batches": self.bare(batches=host), "nbcallback_pipeline": self.model(pipeline=True),
             "nbcallback_pipeline_noprefetch": self.model(pipeline=True, prefetch=False),
         }
+        if self.device.type == "cuda":  # pinned memory needs CUDA
+            found["nbcallback_pipeline_pinned"] = self.model(pipeline=True, prefetch=False, pinned_ahead=True)
         if with_lightning:
             found["lightning"] = self.lightning()
         return found
@@ -305,12 +335,18 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     with_lightning = not args.no_peers and importlib.util.find_spec("lightning") is not None
     variants = bench.variants(with_lightning)
+    if args.only:
+        wanted = [name.strip() for name in args.only.split(",") if name.strip()]
+        unknown = sorted(set(wanted) - set(variants))
+        if unknown:
+            raise SystemExit(f"benchmarks --device: unknown variant(s) {unknown}; choose from {sorted(variants)}")
+        variants = {name: variants[name] for name in wanted}
     names = list(variants)
     print(f"{device_name}: warm-up of {len(names)} variants", flush=True)
     for name in names:
         variants[name](steps)
     times: dict[str, list[float]] = {name: [] for name in names}
-    ratios: dict[str, list[float]] = {name: [] for name in REFERENCE if name in variants}
+    ratios: dict[str, list[float]] = {name: [] for name in REFERENCE if name in variants and REFERENCE[name] in variants}
     for round_index in range(args.rounds):
         shift = round_index % len(names)
         order = names[shift:] + names[:shift]
@@ -329,8 +365,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "bare_fp16": bench.bare("fp16"), "nbcallback_fp16": bench.model("O1"),
         "bare_fp16_fused": bench.bare("fp16", fused=True), "nbcallback_fp16_fused": bench.model("O1", fused=True),
     }
-    counts = {name: {"device_ops": per_step(device_ops, run, count_steps),
-                     "host_syncs": per_step(host_syncs, run, count_steps)} for name, run in counted.items()}
+    counts = {} if args.no_counts else {
+        name: {"device_ops": per_step(device_ops, run, count_steps), "host_syncs": per_step(host_syncs, run, count_steps)}
+        for name, run in counted.items()
+    }
     return {
         "meta": {
             "date": datetime.date.today().isoformat(), "device": device_name,
@@ -341,8 +379,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         },
         "seconds": {name: summarize(values) for name, values in times.items()},
         "ratios": {name: dict(summarize(values), reference=REFERENCE[name]) for name, values in ratios.items()},
-        "targets": {name: {"reference": ref, "target": target,
-                           "met": statistics.median(ratios[name]) <= target} for name, (ref, target) in TARGETS.items()},
+        "targets": {name: {"reference": ref, "target": target, "met": statistics.median(ratios[name]) <= target}
+                    for name, (ref, target) in TARGETS.items() if name in ratios},
         "per_step": counts,
     }
 
@@ -370,7 +408,8 @@ def report(result: dict[str, Any]) -> str:
         goal = f"<= {target['target']} {'met' if target['met'] else 'MISSED'}" if target else ""
         lines.append(f"| {name} | {seconds['median'] * 1e3:.0f} ms [{seconds['min'] * 1e3:.0f}-"
                      f"{seconds['max'] * 1e3:.0f}] | {cell} | {goal} |")
-    lines += ["", "| per ordinary step | device operations | host syncs |", "|---|---|---|"]
+    if result["per_step"]:
+        lines += ["", "| per ordinary step | device operations | host syncs |", "|---|---|---|"]
     for name, count in result["per_step"].items():
         lines.append(f"| {name} | {count['device_ops']:.2f} | {count['host_syncs']:.2f} |")
     return "\n".join(lines)
@@ -385,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="model initialisation and shuffling seed")
     parser.add_argument("--quick", action="store_true", help=f"smoke mode: {QUICK_STEPS} steps per epoch, 1 round")
     parser.add_argument("--no-peers", action="store_true", help="leave Lightning out even when installed")
+    parser.add_argument("--only", help="comma-separated variants to run (default: all)")
+    parser.add_argument("--no-counts", action="store_true", help="skip the per-step operation and sync counts")
     parser.add_argument("--json", help="write the results here (default: benchmarks/results/cuda.json; '-' for none)")
     args = parser.parse_args(argv)
     if args.quick:
