@@ -105,12 +105,14 @@ class Model:
             ``{"mode": "max-autotune"}``). The first steps pay the compilation.
             An nbcallback extension; off by default, because on a small CPU model
             compiling costs more than it saves.
-        prefetch: copy each batch to the device one batch ahead, from pinned
-            memory on a side CUDA stream, so the GPU does not wait for the host
-            (see :mod:`nbcallback.train.prefetch`). ``None`` (default): on when
-            training on CUDA; ``False`` turns it off; ``True`` also prefetches to
-            another non-CPU device (plain copies). Batches already on the device
-            pass through. An nbcallback extension.
+        prefetch: ``True`` copies each batch to the device one batch ahead,
+            from pinned memory on a side CUDA stream (plain copies on another
+            non-CPU device), so that the copy can overlap the step before; see
+            :mod:`nbcallback.train.prefetch`. Off by default: on the tutorial's
+            workload (a small MLP, batches of 64) a GPU step is bound by kernel
+            launches and prefetching made the epoch slower (the README's GPU
+            table); it pays where batches are large and steps keep the GPU busy.
+            Batches already on the device pass through. An nbcallback extension.
         **kwargs: MindSpore's ``loss_scale_manager``, ``keep_batchnorm_fp32``,
             ``boost_config_dict`` and ``acc_level`` are accepted and have no effect.
 
@@ -143,7 +145,7 @@ class Model:
         boost_level: str = "O0",
         device: str | torch.device | None = None,
         compile: bool | Mapping[str, Any] = False,  # noqa: A002 - the name torch users know
-        prefetch: bool | None = None,
+        prefetch: bool = False,
         **kwargs: Any,
     ) -> None:
         for key in kwargs:
@@ -181,11 +183,8 @@ class Model:
                 f"(e.g. {{'backend': 'eager'}}), but got {type(compile).__name__}."
             )
 
-        if prefetch is not None and not isinstance(prefetch, bool):
-            raise TypeError(
-                "For 'Model', 'prefetch' must be True, False or None (on for CUDA), but got "
-                f"{type(prefetch).__name__}."
-            )
+        if not isinstance(prefetch, bool):
+            raise TypeError(f"For 'Model', 'prefetch' must be True or False, but got {type(prefetch).__name__}.")
 
         self._network = network
         self._loss_fn = loss_fn
@@ -194,7 +193,7 @@ class Model:
         self._amp_level = amp_level
         self._device = self._pick_device(network, device)
         self._on_cpu = self._device.type == "cpu"  # read on every batch; torch.device.type costs ~0.5 us
-        self._prefetch = not self._on_cpu and (self._device.type == "cuda" if prefetch is None else prefetch)
+        self._prefetch = prefetch and not self._on_cpu
         network.to(self._device)
         if optimizer is not None:
             _check_optimizer_covers(network, optimizer)

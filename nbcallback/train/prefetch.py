@@ -1,7 +1,7 @@
 """Batches copied to the training device one batch ahead, so the GPU does not wait for the host.
 
-``Model`` wraps each epoch's batches in :func:`prefetch_to_device` when it
-trains on CUDA (``Model(..., prefetch=False)`` turns it off). While step *k*
+``Model(..., prefetch=True)`` wraps each epoch's batches in
+:func:`prefetch_to_device` (off by default: see ``Model``'s ``prefetch``). While step *k*
 runs on the GPU, batch *k + 1* is already on its way: its CPU tensors are put
 in pinned (page-locked) memory and copied with ``non_blocking=True`` on a side
 CUDA stream; the training stream waits for that copy only when it uses the

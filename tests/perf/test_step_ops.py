@@ -6,8 +6,9 @@ most one device operation to the bare step (``loss_fn(net(x), y)``,
 is bound by kernel launches, so every extra operation per step shows in the
 epoch time.
 
-The operations are counted with a ``TorchDispatchMode``: every operation that
-reaches a device kernel (views and profiler markers excluded), and every read
+The operations are counted with a ``TorchDispatchMode``: every operation on a
+tensor off the CPU (views, profiler markers and the allocator's
+``record_stream`` excluded: they launch nothing), and every read
 of a tensor's value on the host (``aten._local_scalar_dense``: ``.item()``,
 ``float(t)``, ``bool(t)``), which is what synchronises with a GPU.
 
@@ -23,6 +24,7 @@ import pytest
 import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from nbcallback.train import Callback, CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
 
@@ -31,6 +33,15 @@ BATCH = 16
 DEVICES = ["meta"] + (["cuda"] if torch.cuda.is_available() else [])
 _HOST_READ = torch.ops.aten._local_scalar_dense.default
 _COPY = torch.ops.aten._to_copy.default
+
+
+#: Operations that launch nothing on the device: the caching allocator's note of a stream.
+_BOOKKEEPING = {torch.ops.aten.record_stream.default}
+
+
+def _on_device(*values: object) -> bool:
+    """Whether an operation touches a tensor off the CPU (host-only work, e.g. pinning a batch, launches nothing)."""
+    return any(isinstance(leaf, torch.Tensor) and leaf.device.type != "cpu" for leaf in tree_leaves(values))
 
 
 def _stand_in(dtype: torch.dtype) -> object:
@@ -56,11 +67,12 @@ class DeviceOps(TorchDispatchMode):
             if source is not None and source.device.type == "meta":
                 return _stand_in(source.dtype)
             return func(*args, **kwargs)
-        if func.namespace != "profiler" and not func.is_view:
-            self.ops.append(func.name())
         if func is _COPY and source is not None and source.device.type == "meta" and str(kwargs.get("device")) == "cpu":
             return torch.zeros(source.shape, dtype=kwargs.get("dtype") or source.dtype)  # a checkpoint's copy
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if func.namespace != "profiler" and not func.is_view and func not in _BOOKKEEPING and _on_device(args, out):
+            self.ops.append(func.name())
+        return out
 
     def mark(self) -> tuple[int, int]:
         return len(self.ops), self.host_reads

@@ -63,13 +63,15 @@ def _model(device: str, **kwargs) -> Model:
     return Model(network, nn.CrossEntropyLoss(), torch.optim.SGD(network.parameters(), 0.1), device=device, **kwargs)
 
 
-def test_model_prefetches_on_cuda_by_default_and_where_asked():
+def test_model_prefetches_only_where_asked_and_off_the_cpu():
     assert _model("cpu")._prefetch is False
     assert _model("cpu", prefetch=True)._prefetch is False  # nothing to copy on the CPU
-    assert _model("meta")._prefetch is False  # automatic only for CUDA
+    assert _model("meta")._prefetch is False  # off by default, also for a GPU
     assert _model("meta", prefetch=True)._prefetch is True
-    with pytest.raises(TypeError, match=r"'prefetch' must be True, False or None .* but got str"):
+    with pytest.raises(TypeError, match=r"'prefetch' must be True or False, but got str"):
         _model("cpu", prefetch="yes")
+    with pytest.raises(TypeError, match=r"'prefetch' must be True or False, but got NoneType"):
+        _model("cpu", prefetch=None)
 
 
 class Where(Callback):
@@ -106,9 +108,9 @@ def test_cuda_prefetch_trains_the_same_weights_as_plain_copies():
     torch.manual_seed(1)
     data = [(torch.randn(32, 4), torch.randint(0, 3, (32,))) for _ in range(20)]
     weights = []
-    for prefetch in (False, None):
+    for prefetch in (False, True):
         model = _model("cuda", prefetch=prefetch)
-        assert model._prefetch is (prefetch is None)
+        assert model._prefetch is prefetch
         model.train(2, data)
         weights.append(model.predict_network.weight.detach().cpu())
     assert torch.allclose(weights[0], weights[1])
