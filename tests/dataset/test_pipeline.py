@@ -1,10 +1,9 @@
 """The tutorial's pipeline and the map/batch/iterator API."""
 from __future__ import annotations
 
-import statistics
-import time
+from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -346,30 +345,29 @@ def test_empty_dataset_warns(make_mnist: Callable[..., Path]) -> None:
     assert list(dataset) == []
 
 
-# --------------------------------------------------------------------------- speed (relative only)
+# --------------------------------------------------------------------------- the work of an epoch
 
 
-def test_epoch_costs_no_more_than_bare_slicing(train_dataset: Dataset) -> None:
-    next(iter(train_dataset))
-    plan = train_dataset._plan
-    assert plan is not None
-    x, y = plan.columns["image"], plan.columns["label"]
-    n = x.shape[0]
+def test_epoch_does_the_work_of_bare_slicing_and_no_more(train_dataset: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Bare slicing is ``perm = torch.randperm(n)`` and, per batch, ``x[perm[i:i + 64]], y[perm[i:i + 64]]``.
+    # An epoch of the tutorial's pipeline must do that work and nothing more: one permutation, one gather
+    # per column per batch, no transform (the columns were transformed once, when the pipeline was built)
+    # and nothing per row. Counted, not timed: its speed next to the bare loop (target <= 1.02x) is
+    # benchmarks/pipeline.py's figure, since timings on a shared machine are noise.
+    next(iter(train_dataset))  # builds the pipeline: the one pass of the transforms
+    calls: Counter[str] = Counter()
 
-    def bare() -> None:
-        perm = torch.randperm(n)
-        for i in range(0, n, 64):
-            x[perm[i : i + 64]], y[perm[i : i + 64]]
+    def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return function(*args, **kwargs)
 
-    def ours() -> None:
-        for _ in train_dataset:
-            pass
+        return call
 
-    times: dict[str, list[float]] = {"bare": [], "ours": []}
-    for run in range(3):
-        for name, fn in (("bare", bare), ("ours", ours)) if run % 2 == 0 else (("ours", ours), ("bare", bare)):
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    # The target is <= 1.02x; allow slack for a shared, noisy machine.
-    assert statistics.median(times["ours"]) <= 1.5 * statistics.median(times["bare"])
+    for name in ("randperm", "index_select", "stack", "cat"):
+        monkeypatch.setattr(torch, name, counted(name, getattr(torch, name)))
+    for op in (vision.Rescale, vision.Normalize, vision.HWC2CHW, transforms.TypeCast):
+        monkeypatch.setattr(op, "_apply_column", counted(op.__name__, op._apply_column))
+    batches = sum(1 for _ in train_dataset)
+    assert batches == 938
+    assert dict(calls) == {"randperm": 1, "index_select": 2 * batches}

@@ -66,7 +66,7 @@ def _setup(rng, value):
 
 @pytest.mark.parametrize("method", ["train", "fit"])
 @pytest.mark.parametrize("value", list(BAD_VALUES))
-def test_loss_monitor_raises_mindspores_error(seeded, capsys, value, method):
+def test_loss_monitor_raises_mindspores_error(seeded, value, method):
     rng = seeded(f"nan-loss-monitor-{value}-{method}")
     model, poison, step, epoch, in_epoch = _setup(rng, value)
     log, per_print = HookLog(), rng.choice([0, 1, 4])

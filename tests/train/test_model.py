@@ -204,9 +204,27 @@ def test_training_learns_with_int32_labels():
     assert type(after["accuracy"]) is float
 
 
-def test_labels_of_other_integer_types():
-    for dtype in (torch.uint8, torch.int16, torch.int64):
-        make_model().fit(1, blobs(2, label_dtype=dtype), blobs(2, label_dtype=dtype))
+class _ValidationAccuracy(Callback):
+    """The accuracy of fit's validation, per epoch."""
+
+    def __init__(self) -> None:
+        self.accuracy: list[float] = []
+
+    def on_train_epoch_end(self, run_context):
+        self.accuracy.append(run_context.original_args()["eval_results"]["accuracy"])
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int64])
+def test_labels_of_other_integer_types(dtype):
+    # uint8 (MNIST's label type), int16 and int64 labels train and validate as int32 ones do.
+    data = blobs(8, label_dtype=dtype)
+    model = make_model()
+    before = model.eval(data)["accuracy"]
+    validation = _ValidationAccuracy()
+    model.fit(5, data, data, callbacks=[validation])
+    assert len(validation.accuracy) == 5
+    assert validation.accuracy[-1] >= 0.9 and validation.accuracy[-1] >= before
+    assert model.eval(data)["accuracy"] == validation.accuracy[-1]
 
 
 def test_forward_only_without_optimizer_and_network_returning_loss():
