@@ -20,11 +20,6 @@ from nbcallback.train.early_stopping import (
 __all__ = ["ReduceLROnPlateau"]
 
 
-def param_group_lrs(optimizer: torch.optim.Optimizer) -> list[float]:
-    """The learning rate of every param group as floats (tensor LRs included)."""
-    return [float(group["lr"]) for group in optimizer.param_groups]
-
-
 def set_group_lr(group: dict, value: float) -> None:
     """Assign a learning rate to one param group, in place when it is a tensor."""
     current = group["lr"]
