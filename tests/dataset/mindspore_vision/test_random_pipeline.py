@@ -92,7 +92,7 @@ RANDOM_OPS = [cls(*_ARGUMENTS.get(cls.__name__, ())) for cls in _exported_op_cla
 
 
 def test_the_random_ops_are_found() -> None:
-    assert {type(op).__name__ for op in RANDOM_OPS} >= {"RandomCrop", "RandomHorizontalFlip", "RandomVerticalFlip"}
+    assert {type(op) for op in RANDOM_OPS} >= {RandomCrop, RandomHorizontalFlip, RandomVerticalFlip}
 
 
 @pytest.mark.parametrize("op", RANDOM_OPS, ids=lambda op: type(op).__name__)
