@@ -118,3 +118,26 @@ def test_module_entry_point_help():
     assert proc.returncode == 0, proc.stderr[-2000:]
     for option in ("--rounds", "--threads", "--only", "--quick", "--json", "--png", "--data"):
         assert option in proc.stdout
+
+
+def test_device_suite_runs_its_script_on_the_cpu_and_refuses_cuda_without_a_gpu(mnist_root, tmp_path):
+    """``python -m benchmarks --device ...`` (benchmarks/cuda.py) keeps working where CI can run it."""
+    report_path = tmp_path / "device.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--device", "cpu", "--quick", "--no-counts", "--no-peers",
+         "--only", "bare,nbcallback,bare_host_batches,nbcallback_pipeline,nbcallback_pipeline_prefetch",
+         "--data", str(mnist_root), "--json", str(report_path)],
+        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    assert report["meta"]["device"] == "cpu" and report["meta"]["steps_per_epoch"] == 60
+    assert report["ratios"]["nbcallback"]["reference"] == "bare"
+    assert report["ratios"]["nbcallback_pipeline_prefetch"]["reference"] == "bare_host_batches"
+    assert set(report["targets"]) == {"nbcallback", "nbcallback_pipeline"}
+    assert "| nbcallback_pipeline |" in report_path.with_suffix(".md").read_text()
+    if not __import__("torch").cuda.is_available():
+        refused = subprocess.run([sys.executable, "-m", "benchmarks", "--device", "cuda", "--data", str(mnist_root)],
+                                 cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "no CUDA device is available" in refused.stderr
+        assert "Traceback" not in refused.stderr
