@@ -11,7 +11,7 @@ shares the machine's load of the moment):
    time the callback measured on the training thread in its hooks
    (``view().display_seconds``: every hook that does work; only the per-step
    append and countdown are left out, see 7) minus the end of the run
-   (``final_seconds``).  Target <= 0.5 %.  The paired wall and training-thread
+   (``final_seconds``).  Target <= 0.6 % (issue 33; 0.5 % is below what these machines resolve).  The paired wall and training-thread
    CPU ratios to the bare run are printed too; on a shared 2-core VM their
    spread (``control``: a second bare run paired like the others, an A/A test)
    is larger than the effect.  Five more ``Dashboard`` fits after the runs split
@@ -62,7 +62,7 @@ sys.path.insert(0, str(REPO))
 CONFIGS = ("none", "control", "ProgressBar", "LiveLossPlot", "Dashboard")
 DISPLAYS = ("ProgressBar", "LiveLossPlot", "Dashboard")
 TARGETS = {
-    "live_share_pct": 0.5,
+    "live_share_pct": 0.6,
     "final_ms": 300.0,
     "msgs_per_s": 5.0,
     "peak_msgs_per_s": 10.0,
@@ -377,7 +377,7 @@ def table(out: dict) -> str:
         f"({out['meta']['cpu']}, {out['meta']['cpus']} CPUs, torch {out['meta']['torch']}, 1 thread, "
         f"{out['meta']['date']}).",
         "",
-        "| callback | (1) training thread while live, share of fit (≤ 0.5 %) | (2) end of run: snapshot + PNG "
+        "| callback | (1) training thread while live, share of fit (≤ 0.6 %) | (2) end of run: snapshot + PNG "
         "(≤ 300 ms) | (3) messages/s avg / peak (≤ 5 / ≤ 10) | (4) bytes/s (≤ 20 KB/s) | (5) saved bytes per "
         "fit (≤ 60 KB) | (6) widget views left (0) | wall ratio to bare, median [p10–p90] | training-thread CPU "
         "ratio |",
