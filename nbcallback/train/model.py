@@ -111,8 +111,9 @@ class Model:
             :mod:`nbcallback.train.prefetch`. Off by default: on the tutorial's
             workload (a small MLP, batches of 64) a GPU step is bound by kernel
             launches and prefetching made the epoch slower (the README's GPU
-            table); it pays where batches are large and steps keep the GPU busy.
-            Batches already on the device pass through. An nbcallback extension.
+            table). It is meant for large batches, whose copy a busy GPU can hide
+            (not measured here). Batches already on the device pass through. An
+            nbcallback extension.
         **kwargs: MindSpore's ``loss_scale_manager``, ``keep_batchnorm_fp32``,
             ``boost_config_dict`` and ``acc_level`` are accepted and have no effect.
 
