@@ -14,10 +14,10 @@ Each notebook gets
   them. The data comes, as everywhere, from the notebook's own ``download_mnist()`` cell.
 
 The Chinese notebooks get the same code with Chinese comments and message (``sync_code.py``
-accepts those). Not ``5_exercises.ipynb``: otter-grader 7 requires ipywidgets >= 8.1.5, which
-would replace Colab's ipywidgets 7.7.1 (the pins make pip refuse), and otter's
-``Notebook.check`` on Colab needs the ``tests/`` folder beside the notebook, which a
-notebook opened from GitHub in Colab does not have.
+accepts those). ``5_exercises.ipynb`` is generated from the exercises' masters
+(``notebooks/exercises/assign.py``), so its badge and cell go into the masters (``MASTERS``), with the
+address of the student notebook; regenerate it afterwards. On Colab its checks run without otter-grader
+(``nbcallback.exercises``: otter-grader 7 requires ipywidgets >= 8.1.5, which would replace Colab's 7.7.1).
 
 Run from the repository root::
 
@@ -63,8 +63,12 @@ NOTEBOOKS = tuple(
     for prefix in ("", "zh_CN/")
     for name in ("1_callback_tutorial.ipynb", "2_builtin_callbacks.ipynb", "3_custom_callbacks.ipynb", "4_widgets.ipynb")
 )
-#: Notebooks generated from a master (relative to notebooks/), which gets their cells: master -> notebook.
-MASTERS: dict[str, str] = {}
+#: Notebook 5 is generated from the exercises' masters by notebooks/exercises/assign.py: its cells go into the
+#: master (relative to notebooks/), with the address of the student notebook it becomes.
+MASTERS = {
+    "exercises/master/5_exercises.ipynb": "5_exercises.ipynb",
+    "exercises/master/zh_CN/5_exercises.ipynb": "zh_CN/5_exercises.ipynb",
+}
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 _BADGE_LINE = re.compile(r"^\[!\[[^\]]*\]\(https://colab\.research\.google\.com/assets/[^)]*\)\]\([^)]*\)[ \t]*$", re.MULTILINE)
 

@@ -208,7 +208,10 @@ def test_no_upstream_link_is_left_in_a_fork(forked: tuple[Path, subprocess.Compl
             assert (root / opened).is_file(), f"{relative}: the badge opens {opened}, which is not in the repository"
         if "NBCALLBACK_PIP_SOURCE" in text:
             assert f'\\"git+https://github.com/{FORK}@{BRANCH}\\"' in text, relative
-    assert badged >= 8
+    assert badged >= 12  # notebooks 1-5 in English and Chinese, and the exercises' two masters
+    for student in ("5_exercises.ipynb", "zh_CN/5_exercises.ipynb"):
+        text = (root / "notebooks" / student).read_text(encoding="utf-8")
+        assert f"https://colab.research.google.com/github/{FORK}/blob/{BRANCH}/notebooks/{student})" in text, student
 
 
 def test_the_fork_changed_links_only(forked: tuple[Path, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]) -> None:
@@ -239,8 +242,9 @@ def test_the_fork_changed_links_only(forked: tuple[Path, subprocess.CompletedPro
 
 
 def test_after_the_fork_every_check_agrees(forked: tuple[Path, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]) -> None:
-    """``--check`` passes in the fork, nbcallback/repository.py names it, and the Colab cells generator
-    (``notebooks/colab_cells.py --check``) writes the same badges and cells from it."""
+    """``--check`` passes in the fork, nbcallback/repository.py names it, the Colab cells generator
+    (``notebooks/colab_cells.py --check``) writes the same badges and cells from it, and the student version of
+    notebook 5 is what ``notebooks/exercises/assign.py`` makes of the rewritten masters."""
     root, _, result = forked
     assert result.returncode == 0, result.stdout + result.stderr
     check = _fork_command("--check", cwd=root)
@@ -250,6 +254,10 @@ def test_after_the_fork_every_check_agrees(forked: tuple[Path, subprocess.Comple
     cells = subprocess.run([sys.executable, "notebooks/colab_cells.py", "--check"], cwd=root, env=_env(),
                            capture_output=True, text=True, timeout=300)
     assert cells.returncode == 0, cells.stdout + cells.stderr
+    # Notebook 5 is still what the exercises' generator makes of its (rewritten) masters.
+    assign = subprocess.run([sys.executable, "notebooks/exercises/assign.py", "--lang", "all", "--check"], cwd=root,
+                            env=_env(), capture_output=True, text=True, timeout=600)
+    assert assign.returncode == 0, assign.stdout[-3000:] + assign.stderr[-3000:]
     again = _fork_command(cwd=root)  # nothing left to do
     assert again.returncode == 0 and again.stdout.startswith("Nothing to change"), again.stdout + again.stderr
 

@@ -129,14 +129,15 @@ def test_students_get_the_public_tests_only(assigned: Path) -> None:
 def test_student_notebook_checks_every_question_in_chinese() -> None:
     student = nbformat.read(STUDENT, as_version=4)
     sources = [cell.source for cell in student.cells if cell.cell_type == "code"]
-    assert sources[0].splitlines()[-1] == 'grader = otter.Notebook("5_exercises.ipynb")'
+    assert '    grader = otter.Notebook("5_exercises.ipynb")' in sources[1].splitlines()
+    assert '    grader = Notebook("5_exercises.ipynb", lang="zh_CN")' in sources[1].splitlines()
     for question in QUESTIONS:
         assert f'grader.check("{question}")' in sources
     # otter assign's own English lines are translated too.
     for index, cell in enumerate(student.cells):
         if cell.cell_type == "markdown":
             assert CJK.search(cell.source), f"markdown cell {index} is not translated: {cell.source!r}"
-    assert "Initialize Otter" not in sources[0]
+    assert "Initialize Otter" not in sources[1] and CJK.search(sources[0]) and CJK.search(sources[1])
     # The committed outputs show Chinese feedback (otter's own "Test case failed" lines stay English).
     checks = "".join(
         output.get("text", "") + output.get("data", {}).get("text/plain", "")
