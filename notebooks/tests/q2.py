@@ -6,12 +6,48 @@ name = "q2"
 points = 3
 
 @test_case(points=None, hidden=False)
-def test_q2_lines(EpochTimer):
+def test_q2_lines(EpochTimer, env):
     import contextlib
     import io
     import torch
     from torch import nn
     from nbcallback.train import Model
+
+    def raised(error, cls):
+        """What training with the student's callback raised, and where in its cell."""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f' (in the cell that defines {cls.__name__}, line {frames[-1].lineno}, in {frames[-1].name})'
+        else:
+            where = ' (outside the methods of your callback)'
+        return f'training with your callback raised {type(error).__name__}: {error}{where}'
+
+    def require_class(name, value):
+        """Fail, saying why, when class `name` is missing or the last run of its cell failed."""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
+        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
 
     def printed(callback, epochs, steps=3, loss_fn=None):
         """Train a tiny model with `callback`; return the lines it printed."""
@@ -26,11 +62,11 @@ def test_q2_lines(EpochTimer):
             with contextlib.redirect_stdout(out):
                 model.train(epochs, data, callbacks=[callback])
         except Exception as error:
-            raise AssertionError(f'training with your callback raised {type(error).__name__}: {error}') from None
+            raise AssertionError(raised(error, type(callback))) from None
         return out.getvalue().splitlines()
     import re
     import time
-    assert EpochTimer is not None, 'there is no class named EpochTimer: run the cell that defines it'
+    require_class('EpochTimer', EpochTimer)
     pattern = re.compile('Train epoch time: (\\d+\\.\\d{3}) ms, per step time: (\\d+\\.\\d{3}) ms')
 
     class SlowLoss(nn.Module):
@@ -42,11 +78,12 @@ def test_q2_lines(EpochTimer):
 
     def check_timing(epochs, steps):
         lines = printed(EpochTimer(), epochs, steps=steps, loss_fn=SlowLoss())
+        assert lines, f'{epochs} epochs of {steps} steps: expected one line per epoch but your callback printed nothing: print the line with print() in on_train_epoch_end'
         assert len(lines) == epochs, f'{epochs} epochs of {steps} steps: expected one line per epoch ({epochs} lines) but your callback printed {len(lines)}: {lines}'
         least = SLEEP * 1000 * steps
         for epoch, line in enumerate(lines, 1):
             match = pattern.fullmatch(line)
-            assert match, f"expected a line like 'Train epoch time: {least + 2.345:.3f} ms, per step time: {(least + 2.345) / steps:.3f} ms' but your callback printed {line!r}"
+            assert match, f"expected a line like 'Train epoch time: {least + 2.345:.3f} ms, per step time: {(least + 2.345) / steps:.3f} ms' but your callback printed {line!r}."
             epoch_ms, step_ms = (float(match[1]), float(match[2]))
             assert epoch_ms >= least, f'epoch {epoch} ran {steps} steps of at least {SLEEP * 1000:.0f} ms, so it took at least {least:.0f} ms, but your line says {epoch_ms:.3f} ms (milliseconds, not seconds?)'
             assert epoch_ms < 1.9 * least, f'epoch {epoch} took about {least:.0f} ms but your line says {epoch_ms:.3f} ms: start the clock again at the beginning of every epoch (on_train_epoch_begin)'

@@ -6,12 +6,48 @@ name = "q4"
 points = 3
 
 @test_case(points=None, hidden=False)
-def test_q4_best_epoch(SaveBest):
+def test_q4_best_epoch(SaveBest, env):
     import os
     import tempfile
     import torch
     from torch import nn
     from nbcallback.train import Callback, Model
+
+    def raised(error, cls):
+        """What training with the student's callback raised, and where in its cell."""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f' (in the cell that defines {cls.__name__}, line {frames[-1].lineno}, in {frames[-1].name})'
+        else:
+            where = ' (outside the methods of your callback)'
+        return f'training with your callback raised {type(error).__name__}: {error}{where}'
+
+    def require_class(name, value):
+        """Fail, saying why, when class `name` is missing or the last run of its cell failed."""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
+        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
 
     class Scripted:
         """A metric whose value at the k-th validation is values[k]."""
@@ -56,10 +92,10 @@ def test_q4_best_epoch(SaveBest):
         try:
             model.fit(epochs, data, data[:1], callbacks=[callback, watch])
         except Exception as error:
-            raise AssertionError(f'training with your callback raised {type(error).__name__}: {error}') from None
+            raise AssertionError(raised(error, type(callback))) from None
         return watch
     import nbcallback
-    assert SaveBest is not None, 'there is no class named SaveBest: run the cell that defines it'
+    require_class('SaveBest', SaveBest)
 
     def check_best(metrics, monitor=None):
         values = metrics[monitor or 'accuracy']
@@ -69,7 +105,7 @@ def test_q4_best_epoch(SaveBest):
             watch = fit(callback, metrics, len(values))
             best = values.index(max(values)) + 1
             what = f"with {monitor or 'accuracy'} {values} per epoch"
-            assert os.path.exists(file_name), f'{what}, expected a checkpoint at {file_name!r} but there is none'
+            assert os.path.exists(file_name), f'{what}, expected a checkpoint at self.file_name but there is none: save one with nbcallback.save_checkpoint(cb_params.network, self.file_name, append_dict=...) when the value improves'
             fresh = nn.Linear(3, 2)
             entries = nbcallback.load_checkpoint(file_name, net=fresh)
         assert 'epoch' in entries, f"the checkpoint has no 'epoch' entry (it has {sorted(entries)}): pass append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}} to save_checkpoint"
@@ -79,12 +115,48 @@ def test_q4_best_epoch(SaveBest):
     check_best({'accuracy': [0.5, 0.8, 0.7, 0.9, 0.6]})
 
 @test_case(points=None, hidden=False)
-def test_q4_ties_keep_earlier(SaveBest):
+def test_q4_ties_keep_earlier(SaveBest, env):
     import os
     import tempfile
     import torch
     from torch import nn
     from nbcallback.train import Callback, Model
+
+    def raised(error, cls):
+        """What training with the student's callback raised, and where in its cell."""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f' (in the cell that defines {cls.__name__}, line {frames[-1].lineno}, in {frames[-1].name})'
+        else:
+            where = ' (outside the methods of your callback)'
+        return f'training with your callback raised {type(error).__name__}: {error}{where}'
+
+    def require_class(name, value):
+        """Fail, saying why, when class `name` is missing or the last run of its cell failed."""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
+        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
 
     class Scripted:
         """A metric whose value at the k-th validation is values[k]."""
@@ -129,10 +201,10 @@ def test_q4_ties_keep_earlier(SaveBest):
         try:
             model.fit(epochs, data, data[:1], callbacks=[callback, watch])
         except Exception as error:
-            raise AssertionError(f'training with your callback raised {type(error).__name__}: {error}') from None
+            raise AssertionError(raised(error, type(callback))) from None
         return watch
     import nbcallback
-    assert SaveBest is not None, 'there is no class named SaveBest: run the cell that defines it'
+    require_class('SaveBest', SaveBest)
 
     def check_best(metrics, monitor=None):
         values = metrics[monitor or 'accuracy']
@@ -142,7 +214,7 @@ def test_q4_ties_keep_earlier(SaveBest):
             watch = fit(callback, metrics, len(values))
             best = values.index(max(values)) + 1
             what = f"with {monitor or 'accuracy'} {values} per epoch"
-            assert os.path.exists(file_name), f'{what}, expected a checkpoint at {file_name!r} but there is none'
+            assert os.path.exists(file_name), f'{what}, expected a checkpoint at self.file_name but there is none: save one with nbcallback.save_checkpoint(cb_params.network, self.file_name, append_dict=...) when the value improves'
             fresh = nn.Linear(3, 2)
             entries = nbcallback.load_checkpoint(file_name, net=fresh)
         assert 'epoch' in entries, f"the checkpoint has no 'epoch' entry (it has {sorted(entries)}): pass append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}} to save_checkpoint"

@@ -6,12 +6,48 @@ name = "q5"
 points = 4
 
 @test_case(points=None, hidden=False)
-def test_q5_norms(GradNorms):
+def test_q5_norms(GradNorms, env):
     import math
     import torch
     from torch import nn
     from nbcallback.train import Callback, Model
-    assert GradNorms is not None, 'there is no class named GradNorms: run the cell that defines it'
+
+    def raised(error, cls):
+        """What training with the student's callback raised, and where in its cell."""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f' (in the cell that defines {cls.__name__}, line {frames[-1].lineno}, in {frames[-1].name})'
+        else:
+            where = ' (outside the methods of your callback)'
+        return f'training with your callback raised {type(error).__name__}: {error}{where}'
+
+    def require_class(name, value):
+        """Fail, saying why, when class `name` is missing or the last run of its cell failed."""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
+        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+    require_class('GradNorms', GradNorms)
 
     class Reference(Callback):
         """Runs after the callback under test: the true norms, and cb_params at the end."""
@@ -42,10 +78,11 @@ def test_q5_norms(GradNorms):
             model.train(epochs, data, callbacks=[GradNorms(), reference])
         except Exception as error:
             hint = " (a frozen layer's parameters have p.grad None: skip them)" if freeze_first else ''
-            raise AssertionError(f'training with your callback raised {type(error).__name__}: {error}{hint}') from None
+            raise AssertionError(raised(error, GradNorms) + hint) from None
         cb_params = reference.cb_params
         assert 'grad_norms' in cb_params, "after training, cb_params has no 'grad_norms': create the list in on_train_begin (cb_params.grad_norms = []) and append to it after every step"
         norms = cb_params.grad_norms
+        assert norms != [], "cb_params.grad_norms is empty: append the step's gradient norm to it in on_train_step_end"
         total = epochs * steps
         assert isinstance(norms, list) and len(norms) == total, f'{epochs} epochs of {steps} steps: expected cb_params.grad_norms to be a list with one value per step ({total} values) but it is {norms!r}'
         for i, (got, want) in enumerate(zip(norms, reference.norms)):

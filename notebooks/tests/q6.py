@@ -6,11 +6,47 @@ name = "q6"
 points = 4
 
 @test_case(points=None, hidden=False)
-def test_q6_plateau(HalveLROnPlateau):
+def test_q6_plateau(HalveLROnPlateau, env):
     import torch
     from torch import nn
     from nbcallback.train import Callback, Model
-    assert HalveLROnPlateau is not None, 'there is no class named HalveLROnPlateau: run the cell that defines it'
+
+    def raised(error, cls):
+        """What training with the student's callback raised, and where in its cell."""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f' (in the cell that defines {cls.__name__}, line {frames[-1].lineno}, in {frames[-1].name})'
+        else:
+            where = ' (outside the methods of your callback)'
+        return f'training with your callback raised {type(error).__name__}: {error}{where}'
+
+    def require_class(name, value):
+        """Fail, saying why, when class `name` is missing or the last run of its cell failed."""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
+        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+    require_class('HalveLROnPlateau', HalveLROnPlateau)
 
     class ScriptedLoss(nn.Module):
         """A loss whose value at the k-th step is values[k] (its gradient is zero)."""
@@ -66,21 +102,60 @@ def test_q6_plateau(HalveLROnPlateau):
         try:
             model.train(len(step_losses), data, callbacks=[HalveLROnPlateau(patience), record])
         except Exception as error:
-            raise AssertionError(f'training with your callback raised {type(error).__name__}: {error}') from None
+            raise AssertionError(raised(error, HalveLROnPlateau)) from None
         means = [sum(epoch) / len(epoch) for epoch in step_losses]
         expected = expected_lrs(means, patience, initial)
+        hint = ''
+        if record.lrs and all((lrs == initial for lrs in record.lrs)):
+            hint = "; your callback never changed the learning rate: halve group['lr'] for every group in cb_params.optimizer.param_groups"
         for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
             one = not two_groups
             which = 'the learning rate' if one else 'the learning rates of the two parameter groups'
-            assert want == got, f'with epoch mean losses {means} and patience={patience}, expected {which} after each epoch to be {([w[0] for w in expected] if one else expected)}, but it was {([g[0] for g in record.lrs] if one else record.lrs)}; the first difference is after epoch {epoch}: expected {(want[0] if one else want)}, got {(got[0] if one else got)}'
+            assert want == got, f'with epoch mean losses {means} and patience={patience}, expected {which} after each epoch to be {([w[0] for w in expected] if one else expected)}, but it was {([g[0] for g in record.lrs] if one else record.lrs)}; the first difference is after epoch {epoch}: expected {(want[0] if one else want)}, got {(got[0] if one else got)}{hint}'
     check_plateau([[1.0, 1.5, 0.5], [0.75, 0.75, 0.75], [1.0, 0.75, 0.5], [0.75, 0.75, 0.75], [0.5, 0.5, 0.5], [0.25, 0.75, 0.5], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]], patience=2)
 
 @test_case(points=None, hidden=False)
-def test_q6_patience(HalveLROnPlateau):
+def test_q6_patience(HalveLROnPlateau, env):
     import torch
     from torch import nn
     from nbcallback.train import Callback, Model
-    assert HalveLROnPlateau is not None, 'there is no class named HalveLROnPlateau: run the cell that defines it'
+
+    def raised(error, cls):
+        """What training with the student's callback raised, and where in its cell."""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f' (in the cell that defines {cls.__name__}, line {frames[-1].lineno}, in {frames[-1].name})'
+        else:
+            where = ' (outside the methods of your callback)'
+        return f'training with your callback raised {type(error).__name__}: {error}{where}'
+
+    def require_class(name, value):
+        """Fail, saying why, when class `name` is missing or the last run of its cell failed."""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
+        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+    require_class('HalveLROnPlateau', HalveLROnPlateau)
 
     class ScriptedLoss(nn.Module):
         """A loss whose value at the k-th step is values[k] (its gradient is zero)."""
@@ -136,12 +211,15 @@ def test_q6_patience(HalveLROnPlateau):
         try:
             model.train(len(step_losses), data, callbacks=[HalveLROnPlateau(patience), record])
         except Exception as error:
-            raise AssertionError(f'training with your callback raised {type(error).__name__}: {error}') from None
+            raise AssertionError(raised(error, HalveLROnPlateau)) from None
         means = [sum(epoch) / len(epoch) for epoch in step_losses]
         expected = expected_lrs(means, patience, initial)
+        hint = ''
+        if record.lrs and all((lrs == initial for lrs in record.lrs)):
+            hint = "; your callback never changed the learning rate: halve group['lr'] for every group in cb_params.optimizer.param_groups"
         for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
             one = not two_groups
             which = 'the learning rate' if one else 'the learning rates of the two parameter groups'
-            assert want == got, f'with epoch mean losses {means} and patience={patience}, expected {which} after each epoch to be {([w[0] for w in expected] if one else expected)}, but it was {([g[0] for g in record.lrs] if one else record.lrs)}; the first difference is after epoch {epoch}: expected {(want[0] if one else want)}, got {(got[0] if one else got)}'
+            assert want == got, f'with epoch mean losses {means} and patience={patience}, expected {which} after each epoch to be {([w[0] for w in expected] if one else expected)}, but it was {([g[0] for g in record.lrs] if one else record.lrs)}; the first difference is after epoch {epoch}: expected {(want[0] if one else want)}, got {(got[0] if one else got)}{hint}'
     check_plateau([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.5, 0.5], [0.5, 0.5]], patience=3)
 

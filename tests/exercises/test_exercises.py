@@ -17,13 +17,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 from otter.test_files import ExceptionTestFile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,6 +93,45 @@ def _check(question: str, env: dict[str, Any], tests: Path = PUBLIC_TESTS) -> Ex
     test_file = ExceptionTestFile.from_file(str(tests / f"{question}.py"))
     test_file.run(env)
     return test_file
+
+
+def _kernel_namespace(*cells: str) -> tuple[dict[str, Any], dict[int, type[BaseException]]]:
+    """What a notebook kernel holds after running ``cells`` in order, as the checks see it: IPython's input
+    history ``In`` (``In[n]`` is the cell numbered ``[n]`` in the notebook's margin) and the names of the cells
+    that ran. As in Jupyter, a cell that fails stops there and the next cell still runs; the failures are
+    returned by cell number, so a test can tell that the broken cell really failed."""
+    env: dict[str, Any] = {"In": [""]}
+    failures: dict[int, type[BaseException]] = {}
+    for number, source in enumerate(cells, 1):
+        env["In"].append(source)
+        try:
+            exec(compile(source, f"<cell {number}>", "exec"), env)
+        except Exception as error:  # the notebook shows its traceback under the cell; the kernel goes on
+            failures[number] = type(error)
+    return env, failures
+
+
+def _feedback(case_message: str) -> str:
+    """The feedback a check shows for a failed case: otter's text after ``AssertionError: ``."""
+    assert "AssertionError: " in case_message, case_message
+    return case_message.split("AssertionError: ", 1)[1]
+
+
+def unbalanced_quotes(feedback: str) -> bool:
+    """Whether a quoted text in ``feedback`` lost a quote (otter strips a message's first and last ``'``).
+
+    Apostrophes between two letters (``LossMonitor's``) are not quotes."""
+    quotes = re.sub(r"(?<=[A-Za-z])'(?=[A-Za-z])", "", feedback)
+    return quotes.count("'") % 2 == 1
+
+
+def has_feedback(text: str | re.Pattern[str], message: str) -> bool:
+    """``text`` (a plain string, or a pattern) is in ``message``."""
+    return bool(text.search(message)) if isinstance(text, re.Pattern) else text in message
+
+
+def _shown(text: str | re.Pattern[str]) -> str:
+    return text.pattern if isinstance(text, re.Pattern) else text
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +208,7 @@ def test_placeholders_fail_the_checks_with_feedback(question: str) -> None:
     for case in result.test_case_results:
         assert not case.passed
         assert "AssertionError" in case.message and "raised" not in case.message, case.message
+        assert not unbalanced_quotes(_feedback(case.message)), case.message
 
 
 # ----------------------------------------------------------------------------- wrong answers
@@ -181,7 +224,47 @@ class LossLine(Callback):
         cb_params = run_context.original_args()
         step = (cb_params.cur_step_num - 1) % cb_params.batch_num + 1
         print(f"epoch {cb_params.cur_epoch_num} step {step} loss {float(cb_params.net_outputs)}")
-''', ["expected the line 'epoch: 1 step: 1, loss is 0.", "but your callback printed 'epoch 1 step 1 loss 0."]),
+''', ["expected the line 'epoch: 1 step: 1, loss is 0.", "but your callback printed 'epoch 1 step 1 loss 0.",
+      # otter strips the last quote of a message: the feedback goes on after the quoted line
+      re.compile(r"but your callback printed 'epoch 1 step 1 loss 0\.\d+'\.$")]),
+    "q1 prints nothing": ("q1", 0, '''
+class LossLine(Callback):
+    def __init__(self, per_print_times=1):
+        super().__init__()
+        self.per_print_times = per_print_times
+
+    def on_train_step_end(self, run_context):
+        cb_params = run_context.original_args()
+        step = (cb_params.cur_step_num - 1) % cb_params.batch_num + 1
+        self.line = f"epoch: {cb_params.cur_epoch_num} step: {step}, loss is {float(cb_params.net_outputs)}"
+''', ["LossLine(1), one epoch of 3 steps: expected 3 lines but your callback printed nothing: print each line "
+      "with print() in on_train_step_end", re.compile(r"the first one is 'epoch: 1 step: 1, loss is 0\.\d+'\.$")]),
+    "q1 a line missing": ("q1", 1, '''
+class LossLine(Callback):
+    def __init__(self, per_print_times=1):
+        super().__init__()
+        self.per_print_times = per_print_times
+
+    def on_train_step_end(self, run_context):
+        cb_params = run_context.original_args()
+        if cb_params.cur_epoch_num == 1 and cb_params.cur_step_num % self.per_print_times == 0:
+            print(f"epoch: 1 step: {cb_params.cur_step_num}, loss is {float(cb_params.net_outputs)}")
+''', ["LossLine(2), two epochs of 3 steps: expected 3 lines but your callback printed 1",
+      re.compile(r"the first missing line is 'epoch: 2 step: 1, loss is \d\.\d+'\.$")]),
+    "q1 an extra line": ("q1", 0, '''
+class LossLine(Callback):
+    def __init__(self, per_print_times=1):
+        super().__init__()
+        self.per_print_times = per_print_times
+
+    def on_train_step_end(self, run_context):
+        cb_params = run_context.original_args()
+        step = (cb_params.cur_step_num - 1) % cb_params.batch_num + 1
+        print(f"epoch: {cb_params.cur_epoch_num} step: {step}, loss is {float(cb_params.net_outputs)}")
+
+    def on_train_end(self, run_context):
+        print("training done")
+''', ["LossLine(1), one epoch of 3 steps: expected 3 lines but your callback also printed 'training done'."]),
     "q1 global step": ("q1", 1, '''
 class LossLine(Callback):
     def __init__(self, per_print_times=1):
@@ -242,7 +325,26 @@ class EpochTimer(Callback):
 
     def on_train_epoch_end(self, run_context):
         print(f"epoch took {(time.perf_counter() - self.started) * 1000:.1f} ms")
-''', ["expected a line like 'Train epoch time: 152.345 ms, per step time: 50.782 ms' but your callback printed 'epoch took"]),
+''', ["expected a line like 'Train epoch time: 152.345 ms, per step time: 50.782 ms' but your callback printed 'epoch took",
+      re.compile(r"but your callback printed 'epoch took \d+\.\d ms'\.$")]),
+    "q2 prints nothing": ("q2", 0, '''
+class EpochTimer(Callback):
+    def on_train_epoch_begin(self, run_context):
+        self.started = time.perf_counter()
+
+    def on_train_epoch_end(self, run_context):
+        self.ms = (time.perf_counter() - self.started) * 1000
+''', ["2 epochs of 3 steps: expected one line per epoch but your callback printed nothing: print the line with "
+      "print() in on_train_epoch_end"]),
+    # Line 5 of this source (which starts with an empty line) reads self.started, never set.
+    "q2 error in a hook": ("q2", 0, '''
+class EpochTimer(Callback):
+    def on_train_epoch_end(self, run_context):
+        cb_params = run_context.original_args()
+        ms = (time.perf_counter() - self.started) * 1000
+        print("Train epoch time: {:5.3f} ms, per step time: {:5.3f} ms".format(ms, ms / cb_params.batch_num))
+''', ["training with your callback raised AttributeError: 'EpochTimer' object has no attribute 'started' "
+      "(in the cell that defines EpochTimer, line 5, in on_train_epoch_end)"]),
     "q3 stops on a step": ("q3", 0, '''
 class StopAtAccuracy(Callback):
     def __init__(self, target):
@@ -263,7 +365,34 @@ class StopAtAccuracy(Callback):
         if run_context.original_args().metrics["accuracy"] > self.target:
             run_context.request_stop()
 ''', ["with validation accuracies [0.6, 0.8, 0.9, 0.95] per epoch and target=0.8, training should stop after "
-      "epoch 2 (accuracy 0.8 >= 0.8), but it ran 3 epochs"]),
+      "epoch 2 (accuracy 0.8 >= 0.8), but it ran 3 epochs: your callback requested the stop after epoch 3, where "
+      "the accuracy was 0.9"]),
+    "q3 never stops": ("q3", 0, '''
+class StopAtAccuracy(Callback):
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def on_train_epoch_end(self, run_context):
+        accuracy = run_context.original_args().metrics["accuracy"]
+        if accuracy >= self.target:
+            self.reached = accuracy
+''', ["with validation accuracies [0.5, 0.7, 0.85, 0.9, 0.95] per epoch and target=0.8, training should stop after "
+      "epoch 3 (accuracy 0.85 >= 0.8), but it ran 5 epochs: your callback never called run_context.request_stop(): "
+      "call it in on_train_epoch_end once the accuracy reaches the target"]),
+    "q4 never saves": ("q4", 0, '''
+class SaveBest(Callback):
+    def __init__(self, file_name, monitor="accuracy"):
+        super().__init__()
+        self.file_name, self.monitor, self.best = file_name, monitor, float("-inf")
+
+    def on_train_epoch_end(self, run_context):
+        value = run_context.original_args().metrics[self.monitor]
+        if value > self.best:
+            self.best = value
+''', ["with accuracy [0.5, 0.8, 0.7, 0.9, 0.6] per epoch, expected a checkpoint at self.file_name but there is none: "
+      "save one with nbcallback.save_checkpoint(cb_params.network, self.file_name, append_dict=...) when the value "
+      "improves"]),
     "q4 saves every epoch": ("q4", 0, '''
 class SaveBest(Callback):
     def __init__(self, file_name, monitor="accuracy"):
@@ -321,6 +450,15 @@ class GradNorms(Callback):
     def on_train_step_end(self, run_context):
         self.last = 1.0
 ''', ["after training, cb_params has no 'grad_norms': create the list in on_train_begin"]),
+    "q5 empty list": ("q5", 0, '''
+class GradNorms(Callback):
+    def on_train_begin(self, run_context):
+        run_context.original_args().grad_norms = []
+
+    def on_train_step_end(self, run_context):
+        cb_params = run_context.original_args()
+        self.norm = float(torch.cat([p.grad.flatten() for p in cb_params.network.parameters()]).norm())
+''', ["cb_params.grad_norms is empty: append the step's gradient norm to it in on_train_step_end"]),
     "q5 sum of norms": ("q5", 0, '''
 class GradNorms(Callback):
     def on_train_begin(self, run_context):
@@ -397,6 +535,27 @@ class HalveLROnPlateau(Callback):
             self.wait = 0
 ''', ["and patience=3, expected the learning rate after each epoch to be [0.1, 0.1, 0.1, 0.05, 0.05, 0.05]",
       "the first difference is after epoch 3: expected 0.1, got 0.05"]),
+    "q6 never changes the learning rate": ("q6", 0, '''
+class HalveLROnPlateau(Callback):
+    def __init__(self, patience=2):
+        super().__init__()
+        self.patience, self.best, self.wait = patience, float("inf"), 0
+
+    def on_train_epoch_begin(self, run_context):
+        self.losses = []
+
+    def on_train_step_end(self, run_context):
+        self.losses.append(float(run_context.original_args().net_outputs))
+
+    def on_train_epoch_end(self, run_context):
+        mean = sum(self.losses) / len(self.losses)
+        if mean < self.best:
+            self.best, self.wait = mean, 0
+        else:
+            self.wait += 1
+''', ["but it was [0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]; the first difference is after epoch 4: expected 0.05, "
+      "got 0.1; your callback never changed the learning rate: halve group['lr'] for every group in "
+      "cb_params.optimizer.param_groups"]),
 }
 
 
@@ -407,9 +566,124 @@ def test_each_check_rejects_a_wrong_answer_and_says_why(solution: dict[str, Any]
     case = result.test_case_results[case_index]
     assert not case.passed, f"{name}: the check accepted a wrong answer"
     for text in feedback:
-        assert text in case.message, f"{name}: {text!r} not in the feedback:\n{case.message}"
+        assert has_feedback(text, case.message), f"{name}: {_shown(text)!r} not in the feedback:\n{case.message}"
+    # otter strips the first and last quote of a message: no quoted text may lose one.
+    assert not unbalanced_quotes(_feedback(case.message)), f"{name}: a quote is lost in\n{case.message}"
+    # The feedback names no temporary folder (the committed notebook shows it, and it changes every run).
+    assert tempfile.gettempdir() not in case.message, case.message
     # The summary grader.check shows in the notebook carries the same feedback.
+    assert has_feedback(feedback[0], result.summary(public_only=True))
+
+
+# ----------------------------------------------------------------------------- a broken answer cell
+
+# Cells as a student runs them (the setup cell's imports first, as the notebook's first code cell does).
+SETUP = PRELUDE.strip()
+GOOD_GRAD_NORMS = """\
+class GradNorms(Callback):
+    def on_train_begin(self, run_context):
+        run_context.original_args().grad_norms = []
+
+    def on_train_step_end(self, run_context):
+        cb_params = run_context.original_args()
+        squares = [p.grad.pow(2).sum() for p in cb_params.network.parameters() if p.grad is not None]
+        cb_params.grad_norms.append(float(torch.stack(squares).sum().sqrt()))"""
+BROKEN_CELLS = {
+    # question: the cells run, in order (cell n is numbered [n]); the cells that fail, and how; the feedback
+    "q1 NameError in the answer cell": ("q1", [SETUP, """\
+class LossLine(Callbak):
+    def on_train_step_end(self, run_context):
+        print(run_context.original_args().cur_step_num)"""], {2: NameError}, [
+        "the cell that defines LossLine (the one numbered [2]) fails at line 1 with NameError: name 'Callbak' is "
+        "not defined; fix it, run that cell again, then this check"]),
+    "q2 SyntaxError in the answer cell": ("q2", [SETUP, """\
+class EpochTimer(Callback):
+    def on_train_epoch_begin(self, run_context):
+        self.started = time.perf_counter()
+
+    def on_train_epoch_end(self, run_context):
+        ms = (time.perf_counter() - self.started) * 1000
+        print("Train epoch time: {:5.3f} ms".format(ms)"""], {2: SyntaxError}, [
+        "the cell that defines EpochTimer (the one numbered [2]) fails at line 7 with SyntaxError: '(' was never "
+        "closed; fix it, run that cell again, then this check"]),
+    "q3 setup cell not run": ("q3", ["""\
+class StopAtAccuracy(Callback):
+    def __init__(self, target):
+        super().__init__()
+        self.target = target"""], {1: NameError}, [
+        "the cell that defines StopAtAccuracy (the one numbered [1]) fails at line 1 with NameError: name "
+        "'Callback' is not defined"]),
+    "q4 answer cell not run": ("q4", [SETUP], {}, [
+        "there is no class named SaveBest: run the cell that defines it, then this check"]),
+    # Parsed, but not compiled: Python finds this one only when it compiles the cell, before running any of it.
+    "q4 return outside a function": ("q4", [SETUP, """\
+class SaveBest(Callback):
+    def __init__(self, file_name, monitor="accuracy"):
+        super().__init__()
+        self.file_name, self.monitor = file_name, monitor
+    return"""], {2: SyntaxError}, [
+        "the cell that defines SaveBest (the one numbered [2]) fails at line 5 with SyntaxError: 'return' outside "
+        "function; fix it, run that cell again, then this check"]),
+    # The class of the first run is still there; the check says the cell's last run failed, not what it
+    # makes of the old class.
+    "q5 SyntaxError after a good run": ("q5", [SETUP, GOOD_GRAD_NORMS, GOOD_GRAD_NORMS.replace(
+        "if p.grad is not None]", "if p.grad is not None")], {3: SyntaxError}, [
+        "the cell that defines GradNorms (the one numbered [3]) fails at line 7 with SyntaxError: '[' was never "
+        "closed; fix it, run that cell again, then this check"]),
+    "q6 IndentationError in the answer cell": ("q6", [SETUP, """\
+class HalveLROnPlateau(Callback):
+    def __init__(self, patience=2):
+        super().__init__()
+        self.patience = patience
+
+    def on_train_begin(self, run_context):
+    self.best = float("inf")"""], {2: IndentationError}, [
+        "the cell that defines HalveLROnPlateau (the one numbered [2]) fails at line 7 with IndentationError: "
+        "expected an indented block after function definition on line 6"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_CELLS))
+def test_a_broken_answer_cell_is_named_with_its_line(name: str) -> None:
+    """A cell that did not run is reported as such, with its number and the line, not as a missing class."""
+    question, cells, failing, feedback = BROKEN_CELLS[name]
+    env, failures = _kernel_namespace(*cells)
+    assert failures == failing, f"{name}: the cells that failed are {failures}"
+    result = _check(question, env)
+    assert not result.passed_all
+    for case in result.test_case_results:
+        for text in feedback:
+            assert text in case.message, f"{name}: {text!r} not in the feedback:\n{case.message}"
+        assert not unbalanced_quotes(_feedback(case.message)), case.message
     assert feedback[0] in result.summary(public_only=True)
+
+
+def checks_in_a_kernel(tests: Path, cells: list[str], questions: list[str], folder: Path) -> list[str]:
+    """Run ``cells`` in a fresh notebook kernel as a student does, then ``grader.check(question)`` in a cell of
+    its own for each question; return what each check cell shows."""
+    notebook = nbformat.v4.new_notebook()
+    setup = f"import otter\ngrader = otter.Notebook(tests_dir={str(tests)!r})"
+    checks = [f'grader.check("{question}")' for question in questions]
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in [setup, *cells, *checks]]
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True, record_timing=False,
+                            resources={"metadata": {"path": str(folder)}})
+    client.execute()
+    return [
+        "".join(output.get("text", "") + output.get("data", {}).get("text/plain", "") for output in cell.outputs)
+        for cell in notebook.cells[-len(questions):]
+    ]
+
+
+def test_grader_check_in_a_kernel_names_the_broken_cell(tmp_path: Path) -> None:
+    """The same in Jupyter: IPython keeps each cell's source in ``In``, numbered as in the notebook's margin."""
+    cells = [SETUP, BROKEN_CELLS["q1 NameError in the answer cell"][1][1],
+             BROKEN_CELLS["q2 SyntaxError in the answer cell"][1][1]]
+    shown = checks_in_a_kernel(PUBLIC_TESTS, cells, ["q1", "q2"], tmp_path)
+    # The setup cell is [1] here, so the answer cells are [3] and [4].
+    assert "the cell that defines LossLine (the one numbered [3]) fails at line 1 with NameError: name 'Callbak' " \
+        "is not defined" in shown[0], shown[0]
+    assert "the cell that defines EpochTimer (the one numbered [4]) fails at line 7 with SyntaxError: '(' was never " \
+        "closed" in shown[1], shown[1]
 
 
 def test_every_public_check_is_shown_a_wrong_answer() -> None:

@@ -155,6 +155,7 @@ def test_placeholders_fail_the_checks_with_feedback(question: str) -> None:
         assert not case.passed
         assert "AssertionError" in case.message and "抛出" not in case.message, case.message
         assert CJK.search(case.message.split("AssertionError", 1)[1]), case.message
+        assert not english.unbalanced_quotes(english._feedback(case.message)), case.message
 
 
 # ----------------------------------------------------------------------------- wrong answers
@@ -162,7 +163,14 @@ def test_placeholders_fail_the_checks_with_feedback(question: str) -> None:
 # The English wrong answers (test_exercises.WRONG_ANSWERS), with the Chinese feedback each must get.
 FEEDBACK = {
     "q1 wrong format": ["LossLine(1)，1个epoch，每个epoch 3个step：预期打印 'epoch: 1 step: 1, loss is 0.",
-                        "但你的回调打印了 'epoch 1 step 1 loss 0."],
+                        "但你的回调打印了 'epoch 1 step 1 loss 0.",
+                        re.compile(r"但你的回调打印了 'epoch 1 step 1 loss 0\.\d+'。$")],
+    "q1 prints nothing": ["LossLine(1)，1个epoch，每个epoch 3个step：预期打印3行，但你的回调什么也没有打印："
+                          "请在on_train_step_end中用print()打印每一行",
+                          re.compile(r"第一行是 'epoch: 1 step: 1, loss is 0\.\d+'。$")],
+    "q1 a line missing": ["LossLine(2)，2个epoch，每个epoch 3个step：预期打印3行，但你的回调打印了1行",
+                          re.compile(r"缺少的第一行是 'epoch: 2 step: 1, loss is \d\.\d+'。$")],
+    "q1 an extra line": ["LossLine(1)，1个epoch，每个epoch 3个step：预期打印3行，但你的回调还多打印了 'training done'。"],
     "q1 global step": ["LossLine(2)，2个epoch，每个epoch 3个step：预期打印 'epoch: 2 step: 1, loss is",
                        "但你的回调打印了 'epoch: 2 step: 4, loss is"],
     "q1 ignores per_print_times": ["预期打印 'epoch: 1 step: 2, loss is", "但你的回调打印了 'epoch: 1 step: 1, loss is"],
@@ -172,17 +180,27 @@ FEEDBACK = {
     "q2 clock never restarted": ["用时约150 ms，但你打印的是", "请在每个epoch开始时重新开始计时（on_train_epoch_begin）"],
     "q2 wrong division": ["每个step的时间是epoch时间除以该epoch的3个step（cb_params.batch_num）", "但你打印的是"],
     "q2 own format": ["预期打印形如 'Train epoch time: 152.345 ms, per step time: 50.782 ms' 的行，"
-                      "但你的回调打印了 'epoch took"],
+                      "但你的回调打印了 'epoch took", re.compile(r"但你的回调打印了 'epoch took \d+\.\d ms'。$")],
+    "q2 prints nothing": ["2个epoch，每个epoch 3个step：预期每个epoch打印一行，但你的回调什么也没有打印："
+                          "请在on_train_epoch_end中用print()打印这一行"],
+    "q2 error in a hook": ["使用你的回调训练时抛出了AttributeError：'EpochTimer' object has no attribute 'started'"
+                           "（定义EpochTimer的单元格第5行，在on_train_epoch_end中）"],
     "q3 stops on a step": ["训练在epoch 1的中途停止了（在全局step 1之后；每个epoch有2个step）",
                            "请在验证之后的on_train_epoch_end中请求停止"],
     "q3 strictly above": ["各epoch的验证精度为[0.6, 0.8, 0.9, 0.95]，target=0.8时，训练应在epoch 2之后停止"
-                          "（accuracy 0.8 >= 0.8），但实际运行了3个epoch"],
+                          "（accuracy 0.8 >= 0.8），但实际运行了3个epoch：你的回调在epoch 3之后请求了停止，那时的精度是0.9"],
+    "q3 never stops": ["各epoch的验证精度为[0.5, 0.7, 0.85, 0.9, 0.95]，target=0.8时，训练应在epoch 3之后停止"
+                       "（accuracy 0.85 >= 0.8），但实际运行了5个epoch：你的回调从未调用run_context.request_stop()："
+                       "请在on_train_epoch_end中，当精度达到目标时调用它"],
+    "q4 never saves": ["各epoch的accuracy为[0.5, 0.8, 0.7, 0.9, 0.6]，预期在self.file_name有一个检查点，但没有找到："
+                       "请在值变好时用nbcallback.save_checkpoint(cb_params.network, self.file_name, append_dict=...)保存"],
     "q4 saves every epoch": ["各epoch的accuracy为[0.5, 0.8, 0.7, 0.9, 0.6]，最佳的是epoch 4（0.9），"
                              "但检查点中记录的是epoch 5"],
     "q4 ties overwrite": ["各epoch的accuracy为[0.6, 0.75, 0.75, 0.7]，最佳的是epoch 2（0.75），但检查点中记录的是epoch 3"],
     "q4 no epoch entry": ["检查点中没有'epoch'条目（只有['bias', 'weight']）", "请把append_dict="],
     "q4 wrong weights": ["检查点中记录的是epoch 4，但其权重不是网络在该epoch结束时的权重"],
     "q5 no list": ["训练结束后，cb_params中没有'grad_norms'：请在on_train_begin中创建列表"],
+    "q5 empty list": ["cb_params.grad_norms是空的：请在on_train_step_end中把该step的梯度范数追加到其中"],
     "q5 sum of norms": ["step 1：预期梯度范数为", "但cb_params.grad_norms[0]是", "这是各个参数的范数之和"],
     "q5 tensors": ["cb_params.grad_norms[0]是Tensor：请追加Python的float"],
     "q5 once per epoch": ["2个epoch，每个epoch 3个step：预期cb_params.grad_norms是每个step一个值的列表（共6个值），但它是["],
@@ -191,6 +209,9 @@ FEEDBACK = {
                           "第一处不同在epoch 3之后：预期0.1，实际为0.05"],
     "q6 fixed patience": ["patience=3时，预期学习率在各epoch之后依次为[0.1, 0.1, 0.1, 0.05, 0.05, 0.05]",
                           "第一处不同在epoch 3之后：预期0.1，实际为0.05"],
+    "q6 never changes the learning rate": ["但实际为[0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]；第一处不同在epoch 4之后："
+                                           "预期0.05，实际为0.1；你的回调从未改变学习率：请把"
+                                           "cb_params.optimizer.param_groups中每个group的group['lr']减半"],
 }
 
 
@@ -206,9 +227,58 @@ def test_each_check_rejects_a_wrong_answer_and_says_why_in_chinese(solution: dic
     case = result.test_case_results[case_index]
     assert not case.passed, f"{name}: the check accepted a wrong answer"
     for text in feedback:
-        assert text in case.message, f"{name}: {text!r} not in the feedback:\n{case.message}"
+        assert english.has_feedback(text, case.message), \
+            f"{name}: {english._shown(text)!r} not in the feedback:\n{case.message}"
+    assert not english.unbalanced_quotes(english._feedback(case.message)), f"{name}: a quote is lost in\n{case.message}"
     # The summary grader.check shows in the notebook carries the same feedback.
+    assert english.has_feedback(feedback[0], result.summary(public_only=True))
+
+
+# ----------------------------------------------------------------------------- a broken answer cell
+
+# The English broken cells (test_exercises.BROKEN_CELLS), with the Chinese feedback each must get.
+BROKEN_FEEDBACK = {
+    "q1 NameError in the answer cell": ["定义LossLine的单元格（编号为[2]的那个）在第1行出现NameError：name 'Callbak' is not "
+                                        "defined；请改正后重新运行该单元格，再运行这个检查"],
+    "q2 SyntaxError in the answer cell": ["定义EpochTimer的单元格（编号为[2]的那个）在第7行出现SyntaxError：'(' was never "
+                                          "closed；请改正后重新运行该单元格，再运行这个检查"],
+    "q3 setup cell not run": ["定义StopAtAccuracy的单元格（编号为[1]的那个）在第1行出现NameError：name 'Callback' is "
+                              "not defined"],
+    "q4 answer cell not run": ["没有名为SaveBest的类：请先运行定义它的单元格，再运行这个检查"],
+    "q4 return outside a function": ["定义SaveBest的单元格（编号为[2]的那个）在第5行出现SyntaxError：'return' outside "
+                                     "function；请改正后重新运行该单元格，再运行这个检查"],
+    "q5 SyntaxError after a good run": ["定义GradNorms的单元格（编号为[3]的那个）在第7行出现SyntaxError：'[' was never "
+                                        "closed；请改正后重新运行该单元格，再运行这个检查"],
+    "q6 IndentationError in the answer cell": ["定义HalveLROnPlateau的单元格（编号为[2]的那个）在第7行出现IndentationError："
+                                               "expected an indented block after function definition on line 6"],
+}
+
+
+def test_every_english_broken_cell_has_chinese_feedback() -> None:
+    assert sorted(BROKEN_FEEDBACK) == sorted(english.BROKEN_CELLS)
+
+
+@pytest.mark.parametrize("name", sorted(english.BROKEN_CELLS))
+def test_a_broken_answer_cell_is_named_with_its_line_in_chinese(name: str) -> None:
+    question, cells, failing, _ = english.BROKEN_CELLS[name]
+    feedback = BROKEN_FEEDBACK[name]
+    env, failures = english._kernel_namespace(*cells)
+    assert failures == failing, f"{name}: the cells that failed are {failures}"
+    result = _check(question, env)
+    assert not result.passed_all
+    for case in result.test_case_results:
+        for text in feedback:
+            assert text in case.message, f"{name}: {text!r} not in the feedback:\n{case.message}"
+        assert not english.unbalanced_quotes(english._feedback(case.message)), case.message
     assert feedback[0] in result.summary(public_only=True)
+
+
+def test_grader_check_in_a_kernel_names_the_broken_cell_in_chinese(tmp_path: Path) -> None:
+    cells = [english.SETUP, english.BROKEN_CELLS["q1 NameError in the answer cell"][1][1],
+             english.BROKEN_CELLS["q2 SyntaxError in the answer cell"][1][1]]
+    shown = english.checks_in_a_kernel(PUBLIC_TESTS, cells, ["q1", "q2"], tmp_path)
+    assert "定义LossLine的单元格（编号为[3]的那个）在第1行出现NameError：name 'Callbak' is not defined" in shown[0], shown[0]
+    assert "定义EpochTimer的单元格（编号为[4]的那个）在第7行出现SyntaxError：'(' was never closed" in shown[1], shown[1]
 
 
 def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, Any], assigned: Path) -> None:

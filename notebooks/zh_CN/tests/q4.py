@@ -6,12 +6,48 @@ name = "q4"
 points = 3
 
 @test_case(points=None, hidden=False)
-def test_q4_best_epoch(SaveBest):
+def test_q4_best_epoch(SaveBest, env):
     import os
     import tempfile
     import torch
     from torch import nn
     from nbcallback.train import Callback, Model
+
+    def raised(error, cls):
+        """使用学生的回调训练时抛出了什么，以及在其单元格中的位置。"""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f'（定义{cls.__name__}的单元格第{frames[-1].lineno}行，在{frames[-1].name}中）'
+        else:
+            where = '（不在你的回调的方法中）'
+        return f'使用你的回调训练时抛出了{type(error).__name__}：{error}{where}'
+
+    def require_class(name, value):
+        """类`name`不存在、或定义它的单元格最近一次运行失败时，说明原因并判为失败。"""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
 
     class Scripted:
         """一个评估指标，第k次验证时的值为values[k]。"""
@@ -56,10 +92,10 @@ def test_q4_best_epoch(SaveBest):
         try:
             model.fit(epochs, data, data[:1], callbacks=[callback, watch])
         except Exception as error:
-            raise AssertionError(f'使用你的回调训练时抛出了{type(error).__name__}：{error}') from None
+            raise AssertionError(raised(error, type(callback))) from None
         return watch
     import nbcallback
-    assert SaveBest is not None, '没有名为SaveBest的类：请先运行定义它的单元格'
+    require_class('SaveBest', SaveBest)
 
     def check_best(metrics, monitor=None):
         values = metrics[monitor or 'accuracy']
@@ -69,7 +105,7 @@ def test_q4_best_epoch(SaveBest):
             watch = fit(callback, metrics, len(values))
             best = values.index(max(values)) + 1
             what = f"各epoch的{monitor or 'accuracy'}为{values}"
-            assert os.path.exists(file_name), f'{what}，预期在{file_name!r}有一个检查点，但没有找到'
+            assert os.path.exists(file_name), f'{what}，预期在self.file_name有一个检查点，但没有找到：请在值变好时用nbcallback.save_checkpoint(cb_params.network, self.file_name, append_dict=...)保存'
             fresh = nn.Linear(3, 2)
             entries = nbcallback.load_checkpoint(file_name, net=fresh)
         assert 'epoch' in entries, f"检查点中没有'epoch'条目（只有{sorted(entries)}）：请把append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}}传给save_checkpoint"
@@ -79,12 +115,48 @@ def test_q4_best_epoch(SaveBest):
     check_best({'accuracy': [0.5, 0.8, 0.7, 0.9, 0.6]})
 
 @test_case(points=None, hidden=False)
-def test_q4_ties_keep_earlier(SaveBest):
+def test_q4_ties_keep_earlier(SaveBest, env):
     import os
     import tempfile
     import torch
     from torch import nn
     from nbcallback.train import Callback, Model
+
+    def raised(error, cls):
+        """使用学生的回调训练时抛出了什么，以及在其单元格中的位置。"""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f'（定义{cls.__name__}的单元格第{frames[-1].lineno}行，在{frames[-1].name}中）'
+        else:
+            where = '（不在你的回调的方法中）'
+        return f'使用你的回调训练时抛出了{type(error).__name__}：{error}{where}'
+
+    def require_class(name, value):
+        """类`name`不存在、或定义它的单元格最近一次运行失败时，说明原因并判为失败。"""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
 
     class Scripted:
         """一个评估指标，第k次验证时的值为values[k]。"""
@@ -129,10 +201,10 @@ def test_q4_ties_keep_earlier(SaveBest):
         try:
             model.fit(epochs, data, data[:1], callbacks=[callback, watch])
         except Exception as error:
-            raise AssertionError(f'使用你的回调训练时抛出了{type(error).__name__}：{error}') from None
+            raise AssertionError(raised(error, type(callback))) from None
         return watch
     import nbcallback
-    assert SaveBest is not None, '没有名为SaveBest的类：请先运行定义它的单元格'
+    require_class('SaveBest', SaveBest)
 
     def check_best(metrics, monitor=None):
         values = metrics[monitor or 'accuracy']
@@ -142,7 +214,7 @@ def test_q4_ties_keep_earlier(SaveBest):
             watch = fit(callback, metrics, len(values))
             best = values.index(max(values)) + 1
             what = f"各epoch的{monitor or 'accuracy'}为{values}"
-            assert os.path.exists(file_name), f'{what}，预期在{file_name!r}有一个检查点，但没有找到'
+            assert os.path.exists(file_name), f'{what}，预期在self.file_name有一个检查点，但没有找到：请在值变好时用nbcallback.save_checkpoint(cb_params.network, self.file_name, append_dict=...)保存'
             fresh = nn.Linear(3, 2)
             entries = nbcallback.load_checkpoint(file_name, net=fresh)
         assert 'epoch' in entries, f"检查点中没有'epoch'条目（只有{sorted(entries)}）：请把append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}}传给save_checkpoint"

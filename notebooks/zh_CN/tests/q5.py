@@ -6,12 +6,48 @@ name = "q5"
 points = 4
 
 @test_case(points=None, hidden=False)
-def test_q5_norms(GradNorms):
+def test_q5_norms(GradNorms, env):
     import math
     import torch
     from torch import nn
     from nbcallback.train import Callback, Model
-    assert GradNorms is not None, '没有名为GradNorms的类：请先运行定义它的单元格'
+
+    def raised(error, cls):
+        """使用学生的回调训练时抛出了什么，以及在其单元格中的位置。"""
+        import traceback
+        files = {f.__code__.co_filename for f in vars(cls).values() if hasattr(f, '__code__')}
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in files]
+        if frames:
+            where = f'（定义{cls.__name__}的单元格第{frames[-1].lineno}行，在{frames[-1].name}中）'
+        else:
+            where = '（不在你的回调的方法中）'
+        return f'使用你的回调训练时抛出了{type(error).__name__}：{error}{where}'
+
+    def require_class(name, value):
+        """类`name`不存在、或定义它的单元格最近一次运行失败时，说明原因并判为失败。"""
+        import ast
+        import re
+        import traceback
+        runs = [(count, source) for count, source in enumerate(env.get('In') or []) if isinstance(source, str) and re.search(f'^class {name}\\b', source, re.MULTILINE)]
+        if runs:
+            count, source = runs[-1]
+            problem = None
+            try:
+                tree = ast.parse(source)
+                compile(tree, '<cell>', 'exec')
+            except SyntaxError as error:
+                problem, line, detail = (error, error.lineno, error.msg)
+            if problem is None and value is None:
+                nodes = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ClassDef) and node.name == name)]
+                try:
+                    exec(compile(ast.Module(nodes, type_ignores=[]), '<cell>', 'exec'), dict(env))
+                except Exception as error:
+                    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
+                    problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None:
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
+    require_class('GradNorms', GradNorms)
 
     class Reference(Callback):
         """在被测的回调之后运行：记录真实的范数，以及结束时的cb_params。"""
@@ -42,10 +78,11 @@ def test_q5_norms(GradNorms):
             model.train(epochs, data, callbacks=[GradNorms(), reference])
         except Exception as error:
             hint = '（被冻结的层的参数的p.grad为None：请跳过它们）' if freeze_first else ''
-            raise AssertionError(f'使用你的回调训练时抛出了{type(error).__name__}：{error}{hint}') from None
+            raise AssertionError(raised(error, GradNorms) + hint) from None
         cb_params = reference.cb_params
         assert 'grad_norms' in cb_params, "训练结束后，cb_params中没有'grad_norms'：请在on_train_begin中创建列表（cb_params.grad_norms = []），并在每个step之后向其中追加"
         norms = cb_params.grad_norms
+        assert norms != [], 'cb_params.grad_norms是空的：请在on_train_step_end中把该step的梯度范数追加到其中'
         total = epochs * steps
         assert isinstance(norms, list) and len(norms) == total, f'{epochs}个epoch，每个epoch {steps}个step：预期cb_params.grad_norms是每个step一个值的列表（共{total}个值），但它是{norms!r}'
         for i, (got, want) in enumerate(zip(norms, reference.norms)):
