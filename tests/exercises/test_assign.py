@@ -1,0 +1,80 @@
+"""``python notebooks/exercises/assign.py`` is reproducible (notebooks/exercises/README.md: "an unchanged
+master gives no diff").
+
+* run twice on an unchanged master, in a copy of ``notebooks/``, it writes the same bytes both times, and running
+  the student notebook leaves no new file beside it (its checkpoints go to the cache folder);
+* the committed student notebooks hold nothing that changes from one run to the next: no execution
+  timestamps, no temporary folder in an output.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+STUDENT_NOTEBOOKS = [NOTEBOOKS / "5_exercises.ipynb", NOTEBOOKS / "zh_CN" / "5_exercises.ipynb"]
+# What assign.py and a run of the notebook may write that git ignores: otter's output and its check log.
+IGNORED = {"dist", "dist_zh_CN", ".OTTER_LOG", "__pycache__", ".ipynb_checkpoints"}
+# A temporary folder as tempfile names them (/tmp/tmpab12cd34, C:\...\Temp\tmp...), or pytest's.
+TEMP_PATH = re.compile(r"[/\\]tmp[a-z0-9_]{8}\b|pytest-of-")
+
+
+def _files(root: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under ``root`` that git would see, by its path relative to ``root``."""
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes() if path.is_file() else None
+        for path in sorted(root.rglob("*"))
+        if not IGNORED.intersection(path.relative_to(root).parts)
+    }
+
+
+def _assign(checkout: Path, env: dict[str, str]) -> dict[str, bytes | None]:
+    result = subprocess.run(
+        [sys.executable, str(checkout / "notebooks" / "exercises" / "assign.py")],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return _files(checkout)
+
+
+@pytest.mark.cli
+def test_assign_twice_on_an_unchanged_master_writes_the_same_bytes(tmp_path: Path, mnist_mirror: str) -> None:
+    checkout = tmp_path / "checkout"
+    shutil.copytree(NOTEBOOKS, checkout / "notebooks", ignore=shutil.ignore_patterns(*IGNORED))
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),  # the copy has notebooks/ only: nbcallback comes from this checkout
+        "NBCALLBACK_MNIST_URL": mnist_mirror,
+        "NBCALLBACK_DATA": str(tmp_path / "data"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "OMP_NUM_THREADS": "1",
+    }
+    before = _files(checkout)
+    first = _assign(checkout, env)
+    second = _assign(checkout, env)
+    changed = sorted(name for name in first.keys() | second.keys() if first.get(name) != second.get(name))
+    assert not changed, f"a second assign.py on the same master changed {changed}"
+    new = sorted(first.keys() - before.keys())
+    assert not new, f"assign.py (or running the student notebook) wrote {new} into the checkout"
+    student = (first["notebooks/5_exercises.ipynb"] or b"").decode("utf-8")
+    assert str(tmp_path) not in student and not TEMP_PATH.search(student)
+    # The notebook did run: its checks show their feedback.
+    assert "AssertionError: " in student
+
+
+@pytest.mark.parametrize("path", STUDENT_NOTEBOOKS, ids=lambda path: path.relative_to(NOTEBOOKS).as_posix())
+def test_the_committed_student_notebook_holds_nothing_that_changes_per_run(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(notebook.cells):
+        assert "execution" not in cell.metadata, f"cell {index} has execution timestamps: {cell.metadata['execution']}"
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") + "".join(str(value) for value in output.get("data", {}).values())
+            assert not TEMP_PATH.search(text), f"cell {index} shows a temporary folder: {text[:300]}"
