@@ -1,8 +1,10 @@
 """Checkpoints: ``save_checkpoint``, ``load_checkpoint`` and ``load_param_into_net``.
 
 The API and its messages follow MindSpore's ``mindspore.train.serialization``;
-the file itself is PyTorch's zip format holding one flat ``{name: value}`` dict,
-where a value is a tensor or a plain ``int``/``float``/``bool``/``str``.
+the file itself is PyTorch's zip format holding
+``{"format": "nbcallback-checkpoint", "version": 1, "entries": {name: value}}``,
+where ``entries`` is one flat dict and a value is a tensor or a plain
+``int``/``float``/``bool``/``str``.
 
 Two promises hold for every file written or read here:
 
