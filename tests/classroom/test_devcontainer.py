@@ -5,10 +5,18 @@ spec allows ``//`` and ``/* */`` comments and trailing commas). The tests parse
 it, check it agrees with ``binder/`` (the Python version of ``runtime.txt``,
 the packages of ``apt.txt``, the pins of ``requirements.txt``, the data folder
 of ``start``), replay its ``onCreateCommand`` (the apt step) with a stand-in
-``apt-get``, and replay its ``postCreateCommand`` in a fresh virtual environment, as
-``tests/binder/test_binder_replay.py`` replays ``binder/``: the data comes
-from the loopback MNIST mirror, and afterwards the notebooks' data step works
-with the download URL pointing at a closed port.
+``apt-get``, and replay its ``postCreateCommand``.
+
+``postCreateCommand`` is Binder's recipe, word for word: ``pip install -r binder/requirements.txt``,
+then ``./binder/postBuild`` (:func:`test_post_create_command_is_binders_recipe` holds it to that).
+So the environment it builds is the Binder image that ``tests/binder/test_binder_replay.py``
+builds in a fresh virtual environment, and this replay uses that image (built once per session,
+see ``tests/binder/replay.py``): the command is run there again (it must succeed and find the
+data), Binder's pins are what is installed, the notebooks' data step works offline with the
+container's ``containerEnv``, and all ten notebooks pass in that image with that data folder
+(one run serves both replays: the container's ``NBCALLBACK_DATA`` is the folder ``binder/start``
+sets, checked here). A dev container whose recipe differs from Binder's must get its own
+environment and notebook run here.
 """
 from __future__ import annotations
 
@@ -22,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.binder.test_binder_replay import UNREACHABLE, _pip_env, _run, _venv, repo_copy  # noqa: F401 (fixture)
+from tests.binder.replay import NOTEBOOKS, UNREACHABLE, binder_image, binder_notebook_run, run
 
 REPO = Path(__file__).resolve().parents[2]
 DEVCONTAINER = REPO / ".devcontainer" / "devcontainer.json"
@@ -160,7 +168,7 @@ def test_replay_on_create_command_installs_binder_apt_packages(tmp_path: Path) -
     for shim in shims.iterdir():
         shim.chmod(0o755)
     env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
-    _run(["bash", "-c", load_devcontainer()["onCreateCommand"]], cwd=REPO, env=env, timeout=60)
+    run(["bash", "-c", load_devcontainer()["onCreateCommand"]], cwd=REPO, env=env, timeout=60)
 
     calls = [line.split() for line in log.read_text().splitlines()]
     packages = apt_packages()
@@ -170,56 +178,64 @@ def test_replay_on_create_command_installs_binder_apt_packages(tmp_path: Path) -
     assert [word for word in calls[1][1:] if not word.startswith("-")] == packages
 
 
+def post_create_steps(command: str) -> list[list[str]]:
+    """The commands of ``postCreateCommand`` (split at ``&&``), each as its words."""
+    return [shlex.split(step) for step in command.split("&&")]
+
+
+def test_post_create_command_is_binders_recipe() -> None:
+    """The dev container builds exactly Binder's image: Binder's pins with their dependencies, then postBuild.
+    The slow replay below relies on it (it shares the Binder replay's environment)."""
+    steps = post_create_steps(load_devcontainer()["postCreateCommand"])
+    assert steps == [["python", "-m", "pip", "install", "-r", "binder/requirements.txt"], ["./binder/postBuild"]], (
+        f"postCreateCommand is no longer Binder's recipe ({steps}): give the dev container replay its own "
+        "virtual environment and notebook run in tests/classroom/test_devcontainer.py"
+    )
+
+
 @pytest.mark.binder
-def test_replay_post_create_command(repo_copy: Path, tmp_path: Path, mnist_mirror: str) -> None:  # noqa: F811
+def test_replay_post_create_command(tmp_path_factory: pytest.TempPathFactory, mnist_mirror: str) -> None:
     config = load_devcontainer()
-    python = _venv(tmp_path / "venv")
-    home = tmp_path / "home"
-    home.mkdir()
+    image = binder_image(tmp_path_factory, mnist_mirror)
+    home = image.home
     user_home = f"/home/{config.get('remoteUser', 'vscode')}"
     container_env = {key: value.replace(user_home, str(home)) for key, value in config["containerEnv"].items()}
-    env = {
-        **_pip_env(),
-        **container_env,
-        "HOME": str(home),
-        "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}",
-        "VIRTUAL_ENV": str(python.parent.parent),
-        "NBCALLBACK_MNIST_URL": mnist_mirror,
-        "OMP_NUM_THREADS": "1",
-    }
-    env.pop("PYTHONPATH", None)
+    env = {**image.env, **container_env, "NBCALLBACK_MNIST_URL": mnist_mirror}
 
-    created = _run(["bash", "-c", config["postCreateCommand"]], cwd=repo_copy, env=env, timeout=900)
+    # The command itself runs in the image (again: pip finds every pin installed, postBuild finds the data).
+    created = run(["bash", "-c", config["postCreateCommand"]], cwd=image.repo, env=env, timeout=900)
     assert "MNIST ready" in created.stdout
 
-    # Binder's pins are what got installed.
-    frozen = _run([str(python), "-m", "pip", "freeze"], env=env).stdout.splitlines()
-    installed = {}
-    for line in frozen:
-        match = PIN.match(line.strip())
-        if match:
-            installed[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
+    # Binder's pins are what the recipe installed.
     for name, version in binder_pins().items():
-        assert installed.get(name) == version, f"{name}: installed {installed.get(name)}, binder pins {version}"
+        assert image.frozen.get(name) == version, f"{name}: installed {image.frozen.get(name)}, binder pins {version}"
 
     # nbcallback is the repository's, editable; the Jupyter stack is there.
-    located = _run([str(python), "-c", "import nbcallback; print(nbcallback.__file__)"], env=env, cwd=home)
-    assert located.stdout.strip().startswith(str(repo_copy))
-    kernels = _run([str(python), "-m", "jupyter", "kernelspec", "list"], env=env)
+    located = run([image.python, "-c", "import nbcallback; print(nbcallback.__file__)"], env=env, cwd=home)
+    assert located.stdout.strip().startswith(str(image.repo))
+    kernels = run([image.python, "-m", "jupyter", "kernelspec", "list"], env=env)
     assert "python3" in kernels.stdout
 
     # Every module the notebooks import is installed (a student's first cell must not fail).
     modules = notebook_imports()
     assert {"torch", "nbcallback", "matplotlib"} <= modules
     probe = "import importlib.util, sys; print(' '.join(sorted(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None)))"
-    missing = _run([str(python), "-c", probe, *sorted(modules)], cwd=home, env=env).stdout.split()
+    missing = run([image.python, "-c", probe, *sorted(modules)], cwd=home, env=env).stdout.split()
     assert not missing, f"the notebooks import {missing}, which binder/requirements.txt does not install"
 
-    # The notebooks' data step finds the baked-in data with no download (the URL is a closed port).
+    # The notebooks' data step finds the baked-in data with no download (the URL is a closed port), in the
+    # folder the container's environment names, which is the folder binder/start gives the Binder run.
     data_step = (
         "from nbcallback.dataset import MnistDataset, download_mnist\n"
         "path = download_mnist(progress=False)  # as the notebooks: $NBCALLBACK_DATA\n"
         "print(path, MnistDataset(path / 'train').get_dataset_size())"
     )
-    offline = _run([str(python), "-c", data_step], cwd=repo_copy / "notebooks", env={**env, "NBCALLBACK_MNIST_URL": UNREACHABLE})
+    offline = run([image.python, "-c", data_step], cwd=image.repo / "notebooks", env={**env, "NBCALLBACK_MNIST_URL": UNREACHABLE})
     assert offline.stdout.split() == [str(home / "data" / "MNIST_Data"), "60000"]
+    through_start = run(["./binder/start", "python", "-c", "import os; print(os.environ['NBCALLBACK_DATA'])"],
+                        cwd=image.repo, env=image.env, timeout=120)
+    assert through_start.stdout.strip() == container_env["NBCALLBACK_DATA"]
+
+    # Every notebook, every cell, in this environment with this data folder, offline.
+    notebooks = binder_notebook_run(tmp_path_factory, mnist_mirror)
+    assert not notebooks.problems(NOTEBOOKS), notebooks.report(NOTEBOOKS)
