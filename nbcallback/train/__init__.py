@@ -44,6 +44,7 @@ from nbcallback.train.on_request_exit import OnRequestExit
 from nbcallback.train.summary_collector import SummaryCollector
 from nbcallback.train.terminate_on_nan import TerminateOnNaN
 from nbcallback.train.best_checkpoint import BestCheckpoint
+from nbcallback.train.hook_trace import HookTrace
 
 __all__ = [
     "Callback",
@@ -77,6 +78,7 @@ __all__ = [
     "load_param_into_net",
     "save_checkpoint",
     "History",
+    "HookTrace",
     "LambdaCallback",
     "EarlyStopping",
     "ReduceLROnPlateau",

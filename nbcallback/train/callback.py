@@ -45,6 +45,7 @@ _BUILTINS = {
     # nbcallback's own additions (not in MindSpore):
     "TerminateOnNaN": "nbcallback.train.terminate_on_nan",
     "BestCheckpoint": "nbcallback.train.best_checkpoint",
+    "HookTrace": "nbcallback.train.hook_trace",
 }
 
 __all__ = [
