@@ -2,19 +2,31 @@
 
 A private ``Figure`` on the Agg canvas (no pyplot, no global state), at twice the CSS size so it is sharp on
 HiDPI screens, on a white card with dark text that reads in light and dark themes alike.
+
+Chinese text needs no system font for nbcallback's own words: ``fonts/nbcallback-sans-sc-subset.otf`` (a subset of
+Noto Sans CJK SC, OFL, rebuilt by ``fonts/build_subset.py``) holds every character of the message catalogs and is
+the last font of the fallback list, after rcParams' font and any installed CJK font (preferred for a user's own
+titles and metric names).  A user's character that no font has is named in one warning, with the fix, instead of
+matplotlib's "Glyph ... missing from font(s)" warning for every glyph.
 """
 from __future__ import annotations
 
 import functools
 import io
 import math
-from typing import Any, Sequence
+import os
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Sequence
 
 from nbcallback.widgets.panels import COLORS, Line, Panel
 from nbcallback.widgets.state import PlotData
 from nbcallback.widgets.words import Words, words
 
-__all__ = ["drawable", "render_png", "png_size", "warm_up", "cjk_fallback_fonts", "PANEL_WIDTH", "PANEL_HEIGHT"]
+__all__ = ["drawable", "render_png", "png_size", "warm_up", "cjk_fallback_fonts", "missing_glyphs", "SUBSET_FONT",
+           "SUBSET_FAMILY", "PANEL_WIDTH", "PANEL_HEIGHT"]
 
 #: One panel's CSS size in pixels; the PNG has twice as many pixels.
 PANEL_WIDTH, PANEL_HEIGHT = 380, 250
@@ -25,20 +37,96 @@ _CJK_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei", "
               "Noto Sans CJK JP", "PingFang SC", "Microsoft YaHei", "SimHei")
 
 
+#: The font shipped for nbcallback's own Chinese words (see ``fonts/build_subset.py``) and its family name.
+SUBSET_FONT = Path(__file__).with_name("fonts") / "nbcallback-sans-sc-subset.otf"
+SUBSET_FAMILY = "nbcallback Sans SC"
+#: matplotlib's warning for a glyph no font of the fallback list has (one per glyph, per draw).
+_GLYPH_WARNING = r"Glyph \d+ .*missing from (current )?font"
+FIX = ("install a CJK font, e.g. `apt-get install fonts-noto-cjk` (on Colab: `!apt-get install -y fonts-noto-cjk`), "
+       "then restart the kernel")
+
+
 def cjk_fallback_fonts() -> list[str]:
-    """The fonts of ``_CJK_FONTS`` that matplotlib finds installed (none: CJK text shows as boxes)."""
+    """The fonts of ``_CJK_FONTS`` that matplotlib finds installed (none: only nbcallback's subset font)."""
     from matplotlib import font_manager
 
     installed = {font.name for font in font_manager.fontManager.ttflist}
     return [name for name in _CJK_FONTS if name in installed]
 
 
-def _font_family() -> list[str] | None:
-    """rcParams' font family, then the installed CJK fonts; None (rcParams as they are) without one."""
+def _register_subset_font() -> None:
+    """Make the shipped subset font known to matplotlib (once per font manager: a rebuilt one gets it again)."""
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    if not any(font.name == SUBSET_FAMILY for font in manager.ttflist):
+        manager.addfont(str(SUBSET_FONT))
+
+
+def _font_family() -> list[str]:
+    """The figure's fallback list: rcParams' font family, the installed CJK fonts, then the shipped subset."""
     from matplotlib import rcParams
 
-    fallbacks = cjk_fallback_fonts()
-    return list(rcParams["font.family"]) + fallbacks if fallbacks else None
+    _register_subset_font()
+    return [*rcParams["font.family"], *cjk_fallback_fonts(), SUBSET_FAMILY]
+
+
+@functools.lru_cache(maxsize=None)
+def _charmap(path: str) -> frozenset[int]:
+    from matplotlib import font_manager
+
+    return frozenset(font_manager.get_font(path).get_charmap())
+
+
+def missing_glyphs(texts: Iterable[str], family: Sequence[str] | None = None) -> list[str]:
+    """The characters of ``texts`` (sorted, no duplicates, no whitespace) that no font of ``family`` (default: the
+    figure's fallback list) has: matplotlib draws them as boxes."""
+    from matplotlib import font_manager
+
+    chars = {char for text in texts for char in str(text) if not char.isspace()}
+    if not chars:
+        return []
+    props = font_manager.FontProperties(family=list(family) if family is not None else _font_family())
+    paths = [os.fspath(path) for path in font_manager.fontManager._find_fonts_by_props(props)]
+    covered = set().union(*(_charmap(path) for path in paths))
+    return sorted(char for char in chars if ord(char) not in covered)
+
+
+@functools.cache
+def _refresh_cjk_fonts() -> bool:
+    """Add the CJK fonts fontconfig knows but matplotlib's font cache does not (a font installed after the cache
+    was built, e.g. ``apt-get install fonts-noto-cjk`` in a running kernel); whether one was added.  Once per
+    process: it runs ``fc-list``."""
+    from matplotlib import font_manager
+
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return False
+    try:
+        listed = subprocess.run([fc_list, ":lang=zh", "file"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    known = {os.path.realpath(font.fname) for font in font_manager.fontManager.ttflist}
+    added = False
+    for line in listed.splitlines():
+        path = line.strip().rstrip(":").strip()
+        if path and os.path.isfile(path) and os.path.realpath(path) not in known \
+                and path.lower().endswith((".ttf", ".otf", ".ttc")):
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # a font FreeType cannot read: skip it
+                continue
+            known.add(os.path.realpath(path))
+            added = True
+    return added
+
+
+def _warn_missing(missing: Sequence[str]) -> None:
+    shown = " ".join(missing[:20]) + (f" (and {len(missing) - 20} more)" if len(missing) > 20 else "")
+    codes = ", ".join(f"U+{ord(char):04X}" for char in missing[:5])
+    warnings.warn(f"nbcallback: no installed font has {shown} ({codes}{', ...' if len(missing) > 5 else ''}), "
+                  f"used in a title or metric name of the final plot; they show as boxes there. To fix it, {FIX}.",
+                  UserWarning, stacklevel=3)
 
 
 def png_size(panels: int) -> tuple[int, int]:
@@ -113,7 +201,6 @@ def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> byt
     """The panels that have data as a PNG (``None`` when none has)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     shown = drawable(panels, data)
     if not shown:
@@ -122,8 +209,26 @@ def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> byt
     fig = Figure(figsize=(width / 100, height / 100), dpi=200, facecolor="white")
     FigureCanvasAgg(fig)
     family = _font_family()
-    text = {"fontfamily": family} if family else {}
-    legend_font = {"family": family, "size": 9.5} if family else {"size": 9.5}
+    texts = [w("axis_step"), *(panel.title for panel in shown),
+             *(line.label for panel in shown for line in panel.lines if data.series.get(line.key, {}).get("x"))]
+    missing = missing_glyphs(texts, family)
+    if missing and _refresh_cjk_fonts():  # a CJK font installed since matplotlib's font cache was built
+        family = _font_family()
+        missing = missing_glyphs(texts, family)
+    with warnings.catch_warnings():  # one note below, not one warning per glyph
+        warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
+        png = _draw(fig, shown, data, w, family, width, height)
+    if missing:
+        _warn_missing(missing)
+    return png
+
+
+def _draw(fig: Any, shown: Sequence[Panel], data: PlotData, w: Words, family: list[str], width: int,
+          height: int) -> bytes:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    text = {"fontfamily": family}
+    legend_font = {"family": family, "size": 9.5}
     left, right, top, bottom = 58, 16, 46, 42  # fixed pixel margins: ``tight_layout`` draws the figure twice
     for index, panel in enumerate(shown):
         x0 = (index % 3) * PANEL_WIDTH + left

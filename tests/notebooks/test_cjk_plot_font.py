@@ -1,12 +1,13 @@
 """CJK titles and labels in the final PNG plot: drawn with an installed CJK font, never as tofu.
 
-nbcallback's own English labels are ASCII (DejaVu Sans, matplotlib's default, has them).
-Titles and metric names a user passes (``LiveLossPlot(groups={"精度": [...]})``,
-``metrics={"准确率": ...}``) and the Chinese labels of ``lang="zh_CN"`` need a CJK font:
-``plot.render_png`` falls back to an installed one (Debian ``fonts-noto-cjk`` or
-``fonts-wqy-microhei``, conda-forge ``font-ttf-noto-cjk``), which ``binder/apt.txt``
-installs. Without one, matplotlib draws boxes and warns "Glyph ... missing from
-font(s)"; the CJK tests are then skipped (no CJK font on this machine), as the README says.
+nbcallback's own English labels are ASCII (DejaVu Sans, matplotlib's default, has them), and its Chinese labels
+(``lang="zh_CN"``) are in the subset font shipped with the package (``nbcallback/widgets/fonts``), the last font of
+the figure's fallback list.  Titles and metric names a user passes (``LiveLossPlot(groups={"精度": [...]})``,
+``metrics={"准确率": ...}``) need an installed CJK font: ``plot.render_png`` falls back to one (Debian
+``fonts-noto-cjk`` or ``fonts-wqy-microhei``, conda-forge ``font-ttf-noto-cjk``), which ``binder/apt.txt``
+installs.  Without one, those characters are boxes and one warning names them (not matplotlib's "Glyph ... missing
+from font(s)" per glyph); the tests below that need a CJK font are then skipped, and
+``tests/widgets/test_plot_without_cjk_font.py`` checks the machine without one, whatever this one has.
 """
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def _render(panels: list[Panel], state: TrainingState, w: Words = Words("en")) -
         warnings.simplefilter("always")
         png = render_png(panels, state.plot_data(), w)
     assert png is not None
-    return png, [str(item.message) for item in caught if "missing from font" in str(item.message)]
+    return png, [str(item.message) for item in caught
+                 if "missing from font" in str(item.message) or "no installed font has" in str(item.message)]
 
 
 def _cjk_font_or_skip() -> list[str]:
@@ -96,8 +98,8 @@ def test_the_chinese_display_labels_its_panels_and_axes_without_tofu() -> None:
 
 
 def test_the_check_sees_tofu_when_no_cjk_font_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tests above would pass for nothing if matplotlib stopped warning: without the fallback
-    font the same plot must report missing glyphs."""
+    """The tests above would pass for nothing if nothing were reported: without an installed CJK font the same plot
+    must report the user's characters as missing."""
     import nbcallback.widgets.plot as plot
 
     monkeypatch.setattr(plot, "cjk_fallback_fonts", lambda: [])
@@ -109,12 +111,13 @@ def test_the_check_sees_tofu_when_no_cjk_font_is_used(monkeypatch: pytest.Monkey
     assert missing and any(f"{ord(TITLE[0]):X}" in m or TITLE[0] in m for m in missing), missing
 
 
-def test_without_a_cjk_font_the_figure_keeps_rcparams_font(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fallback_list_is_rcparams_font_then_cjk_fonts_then_the_shipped_subset(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import nbcallback.widgets.plot as plot
-
-    monkeypatch.setattr(plot, "cjk_fallback_fonts", lambda: [])
-    assert plot._font_family() is None  # texts get no fontfamily: rcParams decide
-    monkeypatch.setattr(plot, "cjk_fallback_fonts", lambda: ["WenQuanYi Micro Hei"])
     from matplotlib import rcParams
 
-    assert plot._font_family() == [*rcParams["font.family"], "WenQuanYi Micro Hei"]  # the user's font first
+    monkeypatch.setattr(plot, "cjk_fallback_fonts", lambda: [])
+    assert plot._font_family() == [*rcParams["font.family"], plot.SUBSET_FAMILY]  # nbcallback's words, no boxes
+    monkeypatch.setattr(plot, "cjk_fallback_fonts", lambda: ["WenQuanYi Micro Hei"])
+    # the user's font first; an installed CJK font before the subset (it has the user's characters too)
+    assert plot._font_family() == [*rcParams["font.family"], "WenQuanYi Micro Hei", plot.SUBSET_FAMILY]
