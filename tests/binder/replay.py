@@ -39,8 +39,8 @@ NOTEBOOKS: tuple[str, ...] = tuple(
     for folder in (REPO / "notebooks", REPO / "notebooks" / "zh_CN")
     for path in sorted(folder.glob("*.ipynb"))
 )
-#: Wall-clock seconds of each shared build (a build that needs another one includes it), and of each notebook
-#: run; printed in the terminal summary by tests/binder/conftest.py.
+#: Wall-clock seconds of each shared build (a build that needs another one first includes it): the checkout copy,
+#: the venvs, the notebook runs; printed in the terminal summary by tests/binder/conftest.py.
 TIMINGS: dict[str, float] = {}
 
 T = TypeVar("T")
@@ -245,9 +245,8 @@ def run_notebooks(command: Sequence[str | os.PathLike[str]], notebooks: Sequence
                 passed[notebook] = passed.get(notebook, 0) + 1
             else:
                 failed.setdefault(notebook, []).append(f"{cell} {outcome}")
-    seconds = time.perf_counter() - started
-    TIMINGS[f"nbval of {len(notebooks)} notebooks in {scratch.name} ({len(processes)} processes)"] = seconds
-    return NotebookRun(passed=passed, failed=failed, logs=tuple(logs), returncodes=tuple(codes), seconds=seconds)
+    return NotebookRun(passed=passed, failed=failed, logs=tuple(logs), returncodes=tuple(codes),
+                       seconds=time.perf_counter() - started)
 
 
 def binder_notebook_run(factory: pytest.TempPathFactory, mnist_mirror: str) -> NotebookRun:
