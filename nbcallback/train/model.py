@@ -110,8 +110,8 @@ class Model:
             non-CPU device), so that the copy can overlap the step before; see
             :mod:`nbcallback.train.prefetch`. Off by default: on the tutorial's
             workload (a small MLP, batches of 64) a GPU step is bound by kernel
-            launches and prefetching made the epoch slower (the README's GPU
-            table). It is meant for large batches, whose copy a busy GPU can hide
+            launches and prefetching made the epoch slower (the GPU table
+            of docs/performance.md). It is meant for large batches, whose copy a busy GPU can hide
             (not measured here). Batches already on the device pass through. An
             nbcallback extension.
         **kwargs: MindSpore's ``loss_scale_manager``, ``keep_batchnorm_fp32``,
