@@ -5,6 +5,7 @@ classes as in ``nbcallback.dataset.transforms``; nothing is redefined.
 """
 from __future__ import annotations
 
-from .transforms import Compose, OneHot, TypeCast
+from .. import _aliases
+from . import transforms as _ops
 
-__all__ = ["Compose", "OneHot", "TypeCast"]
+__all__ = _aliases.export(globals(), _ops, "c_transforms")

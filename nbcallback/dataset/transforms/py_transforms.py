@@ -9,7 +9,7 @@ unless ``smoothing_rate > 0``). 1.x's ``py_transforms.ToTensor`` lives in
 """
 from __future__ import annotations
 
-from .transforms import Compose, OneHot
-from .transforms import OneHot as OneHotOp
+from .. import _aliases
+from . import transforms as _ops
 
-__all__ = ["Compose", "OneHot", "OneHotOp"]
+__all__ = _aliases.export(globals(), _ops, "py_transforms")

@@ -25,9 +25,19 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 import numpy as np
 import torch
 
+from .._aliases import same_names
 from .._validate import check_int, check_real, type_error
 
 __all__ = ["Compose", "OneHot", "TensorOperation", "TypeCast", "is_cacheable"]
+
+# The MindSpore 1.x modules (``transforms.c_transforms``, ``transforms.py_transforms``): each name they had and
+# the op it is here (``OneHotOp`` was 1.x's Python name of OneHot). Those modules are built from this table.
+LEGACY_MODULES: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "c_transforms": same_names("Compose", "OneHot", "TypeCast"),
+        "py_transforms": {**same_names("Compose", "OneHot"), "OneHotOp": "OneHot"},
+    }
+)
 
 _A = TypeVar("_A", np.ndarray, torch.Tensor)
 

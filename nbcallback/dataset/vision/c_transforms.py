@@ -5,31 +5,7 @@ the classes are the ones ``nbcallback.dataset.vision`` exports.
 """
 from __future__ import annotations
 
-from .transforms import (
-    CenterCrop,
-    Decode,
-    HWC2CHW,
-    Normalize,
-    Pad,
-    RandomCrop,
-    RandomHorizontalFlip,
-    RandomVerticalFlip,
-    Rescale,
-    Resize,
-)
-from .utils import Border, Inter
+from .. import _aliases
+from . import transforms as _ops
 
-__all__ = [
-    "Border",
-    "CenterCrop",
-    "Decode",
-    "HWC2CHW",
-    "Inter",
-    "Normalize",
-    "Pad",
-    "RandomCrop",
-    "RandomHorizontalFlip",
-    "RandomVerticalFlip",
-    "Rescale",
-    "Resize",
-]
+__all__ = _aliases.export(globals(), _ops, "c_transforms")

@@ -18,33 +18,7 @@ same classes as ``nbcallback.dataset.vision``, which work on numpy arrays:
 """
 from __future__ import annotations
 
-from .transforms import (
-    CenterCrop,
-    Decode,
-    Grayscale,
-    HWC2CHW,
-    Normalize,
-    Pad,
-    RandomCrop,
-    RandomHorizontalFlip,
-    RandomVerticalFlip,
-    Resize,
-    ToTensor,
-)
-from .utils import Border, Inter
+from .. import _aliases
+from . import transforms as _ops
 
-__all__ = [
-    "Border",
-    "CenterCrop",
-    "Decode",
-    "Grayscale",
-    "HWC2CHW",
-    "Inter",
-    "Normalize",
-    "Pad",
-    "RandomCrop",
-    "RandomHorizontalFlip",
-    "RandomVerticalFlip",
-    "Resize",
-    "ToTensor",
-]
+__all__ = _aliases.export(globals(), _ops, "py_transforms")

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any, ClassVar, Sequence, TypeVar
+from types import MappingProxyType
+from typing import Any, ClassVar, Mapping, Sequence, TypeVar
 
 import numpy as np
 import torch
 
+from .._aliases import same_names
 from .._validate import check_bool, check_real, type_error
 from ..transforms.transforms import TensorOperation, empty_tensor, to_torch_dtype
 from . import _functional as fn
@@ -54,6 +56,21 @@ __all__ = [
     "Resize",
     "ToTensor",
 ]
+
+# The MindSpore 1.x modules (``vision.c_transforms``, ``vision.py_transforms``) and the names each had:
+# those modules are built from this table. An op with no 1.x counterpart needs no entry here.
+LEGACY_MODULES: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "c_transforms": same_names(
+            "Border", "CenterCrop", "Decode", "HWC2CHW", "Inter", "Normalize", "Pad", "RandomCrop",
+            "RandomHorizontalFlip", "RandomVerticalFlip", "Rescale", "Resize",
+        ),
+        "py_transforms": same_names(
+            "Border", "CenterCrop", "Decode", "Grayscale", "HWC2CHW", "Inter", "Normalize", "Pad", "RandomCrop",
+            "RandomHorizontalFlip", "RandomVerticalFlip", "Resize", "ToTensor",
+        ),
+    }
+)
 
 _A = TypeVar("_A", np.ndarray, torch.Tensor)
 

@@ -58,3 +58,24 @@ def test_names_existing_code_imports() -> None:
         module = _module(path)
         for name in module.__all__:  # type: ignore[attr-defined]
             assert hasattr(module, name), f"{path}.{name}"
+
+
+@pytest.mark.parametrize("package", ["vision", "transforms"])
+def test_legacy_modules_are_built_from_one_table(package: str) -> None:
+    """Each 1.x module has exactly the names of its row in the package's LEGACY_MODULES table, resolved there."""
+    ops = _module(f"{package}.transforms")
+    table = ops.LEGACY_MODULES  # type: ignore[attr-defined]
+    assert set(table) == {"c_transforms", "py_transforms"}
+    for legacy, names in table.items():
+        module = _module(f"{package}.{legacy}")
+        assert sorted(module.__all__) == sorted(names), f"{package}.{legacy}"  # type: ignore[attr-defined]
+        for alias, name in names.items():
+            assert getattr(module, alias) is getattr(ops, name), f"{package}.{legacy}.{alias}"
+
+
+def test_vision_package_is_the_ops_module() -> None:
+    """A new op listed in vision/transforms.py's __all__ is a `vision.<name>` with no other file to edit."""
+    ops = _module("vision.transforms")
+    assert vision.__all__ == ops.__all__  # type: ignore[attr-defined]
+    for name in ops.__all__:  # type: ignore[attr-defined]
+        assert getattr(vision, name) is getattr(ops, name)
