@@ -1,16 +1,18 @@
 """The plot panels: one spec, drawn as SVG by ``static/dashboard.js`` while the run trains and as the final
-PNG by :mod:`nbcallback.widgets.plot`.  Adding a panel is one entry::
+PNG by :mod:`nbcallback.widgets.plot`; both take a panel's y range from :func:`y_range` (the widget sends it with
+each refresh).  Adding a panel is one entry::
 
     Dashboard(panels=[Panel("accuracy vs. loss", [Line("eval:accuracy", "accuracy", "m1", "points")])])
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
 from nbcallback.widgets.words import Words, words
 
-__all__ = ["COLORS", "STYLES", "Line", "Panel", "default_panels"]
+__all__ = ["COLORS", "STYLES", "Line", "Panel", "default_panels", "y_range", "is_raw_band"]
 
 #: Colour slots: a JupyterLab CSS variable (the live view follows the theme) and the colour where there
 #: is none (VS Code, marimo, the final PNG).
@@ -105,3 +107,38 @@ def default_panels(
     if lr:
         panels.append(Panel(w("panel_lr"), [Line("lr", w("legend_lr"), "lr", "step")], "log"))
     return panels + list(extra)
+
+
+def is_raw_band(series: Mapping[str, Sequence[Any]]) -> bool:
+    """Whether a band holds raw values (one step per bucket: lo == hi everywhere): drawn as a faint line."""
+    return bool(series.get("lo")) and list(series["lo"]) == list(series.get("hi", []))
+
+
+def _usable(values: Sequence[Any], log: bool) -> list[float]:
+    """The values that can be drawn: numbers, finite, and positive on a log axis."""
+    return [float(v) for v in values if v is not None and math.isfinite(v) and (not log or v > 0)]
+
+
+def y_range(panel: Panel, series: Mapping[str, Mapping[str, Sequence[Any]]]) -> tuple[float, float] | None:
+    """The panel's y range over ``series`` (data key -> columns ``x``, ``y`` and for the loss ``lo``, ``hi``; None
+    for a missing value), or None when it has nothing to draw.  The live plot and the final PNG both use it.
+
+    Everything's top, but the *lines'* bottom (a raw band counts as a line), so that a band's per-step minima (an
+    easy batch's loss of 1e-5) do not stretch the axis far below the curve; padded (log: by a factor).
+    """
+    log = panel.scale == "log"
+    lows: list[float] = []
+    highs: list[float] = []
+    for line in panel.lines:
+        data = series.get(line.key) or {}
+        values = _usable(data.get("y", ()), log)
+        raw = _usable(data["lo"], log) if line.style == "band" and is_raw_band(data) else []
+        lows += values + raw
+        highs += values + _usable(data.get("hi", ()), log)
+    if not lows:
+        return None
+    lo, hi = min(lows), max(highs)
+    if log:
+        return lo / 1.5, hi * 1.3
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
+    return lo - pad, hi + pad

@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from nbcallback.widgets.panels import COLORS, Line, Panel
+from nbcallback.widgets.panels import COLORS, Line, Panel, is_raw_band, y_range
 from nbcallback.widgets.state import PlotData
 from nbcallback.widgets.words import Words, words
 
@@ -140,11 +140,6 @@ def _floats(values: Sequence[Any], log: bool = False) -> list[float]:
     return [math.nan if v is None or (log and v <= 0) else float(v) for v in values]
 
 
-def _raw_band(series: dict[str, list[Any]]) -> bool:
-    """Whether a band holds raw values (one step per bucket: lo == hi everywhere)."""
-    return bool(series.get("lo")) and list(series["lo"]) == list(series.get("hi", []))
-
-
 #: How each style draws its line; ``points`` are not clipped: the last evaluation sits on the right edge.
 _STYLES: dict[str, dict[str, Any]] = {
     "band": {"linewidth": 1.8},
@@ -161,35 +156,13 @@ def _draw_line(ax: Any, line: Line, data: dict[str, list[Any]], log: bool) -> No
     xs, ys = _floats(data["x"]), _floats(data.get("y", []), log)
     ax.plot(xs, ys, color=color, label=line.label, **_STYLES[line.style])
     if line.style == "band":  # one step per bucket (a short run): lo == hi, and the faint edge is the raw loss
-        edge = to_rgba(color, 0.5) if _raw_band(data) else "none"
+        edge = to_rgba(color, 0.5) if is_raw_band(data) else "none"
         ax.fill_between(xs, _floats(data.get("lo", []), log), _floats(data.get("hi", []), log), step="mid",
                         facecolor=to_rgba(color, 0.18), edgecolor=edge, linewidth=0.7)
     elif line.style == "step":  # a mark where the value changes
         changes = [i for i in range(1, len(ys)) if ys[i] != ys[i - 1]]
         ax.plot([xs[i] for i in changes], [ys[i] for i in changes], linestyle="none", marker="o", markersize=4,
                 color=color, clip_on=False)
-
-
-def y_limits(panel: Panel, data: PlotData) -> tuple[float, float] | None:
-    """The panel's y range: everything's top, but the *lines'* bottom (a raw band counts as a line), so that a
-    band's per-step minima (an easy batch's loss of 1e-5) do not stretch the axis far below the curve."""
-    log = panel.scale == "log"
-    lows: list[float] = []
-    highs: list[float] = []
-    for line in panel.lines:
-        series = data.series.get(line.key, {})
-        values = _floats(series.get("y", []), log)
-        raw = series["lo"] if line.style == "band" and _raw_band(series) else []
-        lows += values + _floats(raw, log)
-        highs += values + _floats(series.get("hi", []), log)
-    lows, highs = [v for v in lows if not math.isnan(v)], [v for v in highs if not math.isnan(v)]
-    if not lows:
-        return None
-    lo, hi = min(lows), max(highs)
-    if log:
-        return lo / 1.5, hi * 1.3
-    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
-    return lo - pad, hi + pad
 
 
 def drawable(panels: Sequence[Panel], data: PlotData) -> list[Panel]:
@@ -235,7 +208,7 @@ def _draw(fig: Any, shown: Sequence[Panel], data: PlotData, w: Words, family: li
         y0 = height - (index // 3 + 1) * PANEL_HEIGHT + bottom
         box = [x0 / width, y0 / height, (PANEL_WIDTH - left - right) / width, (PANEL_HEIGHT - top - bottom) / height]
         ax = fig.add_axes(box, facecolor="white")
-        limits = y_limits(panel, data)
+        limits = y_range(panel, data.series)
         if panel.scale == "log":  # labelled 0.01, 0.02, 0.05 ...: no 10^x notation, no crowded minor labels
             ax.set_yscale("log")
             decades = math.log10(limits[1] / limits[0]) if limits else 3.0

@@ -1,6 +1,8 @@
-"""What the notebook shows: :func:`payload`, the live widget's ``view`` with every word formatted; the same as
-the static snapshot left at the end (:func:`snapshot_bundle`: escaped, inline-styled HTML and ``text/plain``); the
-final PNG as its own ``image/png`` output (:func:`plot_bundle`: GitHub's viewer drops data-URI images in HTML).
+"""The HTML of a run's picture, built once: the bars, the status line and the metrics table (:func:`fragment`).
+The live widget shows it (:func:`payload`: the anywidget model sends it, ``static/dashboard.js`` inserts it and
+styles it by class from ``dashboard.css``), and so does the static snapshot left at the end (:func:`snapshot_bundle`:
+the same elements with inline styles, since a saved notebook has no stylesheet, and ``text/plain``).  The final PNG
+is its own ``image/png`` output (:func:`plot_bundle`: GitHub's viewer drops data-URI images in HTML).
 """
 from __future__ import annotations
 
@@ -9,11 +11,11 @@ import dataclasses
 from html import escape
 from typing import Any
 
-from nbcallback.widgets.render_text import number, progress_parts, run_summary, table, text_table
+from nbcallback.widgets.format import bars, is_numeric_cell, lr_note, run_summary, status_line, table, text_table
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import Words, words
 
-__all__ = ["payload", "snapshot_bundle", "plot_bundle"]
+__all__ = ["fragment", "payload", "snapshot_bundle", "plot_bundle"]
 
 _FONT = (
     "font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));"
@@ -23,89 +25,109 @@ _BLUE, _ORANGE = "var(--jp-brand-color1,#1976d2)", "var(--jp-warn-color1,#e65100
 _GREEN, _RED = "var(--jp-success-color1,#2e7d32)", "var(--jp-error-color1,#c62828)"
 _COLORS = {"epoch": _BLUE, "train": _BLUE, "eval": _ORANGE, "finished": _GREEN, "stopped": _ORANGE,
            "error": _RED, "interrupted": _RED}
-_MARKS = {"finished": "✔", "stopped": "■", "error": "✖", "interrupted": "✖"}
 _CELL = "padding:2px 8px"  # inline: marimo's and some viewers' CSS ignore ``cellpadding``
 
 
-def _bar(kind: str, label: str, value: float, maximum: float, *tail: str) -> dict[str, Any]:
-    maximum = max(float(maximum), 1e-12)
-    value = min(max(float(value), 0.0), maximum)
-    text = " · ".join([f"{100.0 * value / maximum:.0f}%"] + [t for t in tail if t])
-    return {"kind": kind, "label": label, "value": value, "max": maximum, "text": text}
+#: The snapshot's inline styles, by element (the live widget styles the same classes from ``dashboard.css``).
+_INLINE = {
+    "bar-label": "display:inline-block;min-width:7.5em;color:{color}",
+    "bar-track": ("display:inline-block;width:18em;height:.6em;vertical-align:middle;border-radius:3px;"
+                  "background:var(--jp-layout-color3,#ddd)"),
+    "bar-fill": "display:block;height:100%;width:{width:.1f}%;border-radius:3px;background:{color}",
+    "status-text": "color:{color};font-weight:600",
+    "error": "color:{color}",
+    "table": "border-collapse:collapse;text-align:right;margin-top:4px;font-variant-numeric:tabular-nums",
+    "cell": _CELL,
+    "omitted": "text-align:center",
+    "caption": "caption-side:bottom;opacity:.7;text-align:left",
+}
 
 
-def _bars(view: View, w: Words) -> list[dict[str, Any]]:
-    parts = progress_parts(view, w)
-    steps, speed, time = parts["steps"], parts["rate"], parts["time"]
-    eval_total = view.eval_steps or max(view.eval_step, 1)
-    if view.kind == "eval":
-        return [_bar("eval", w("evaluation"), view.eval_step, eval_total, steps, speed, time)]
-    spe = max(view.steps_per_epoch, 1)
-    # The epoch bar includes the current epoch's share, so a stop mid-epoch reads the same on both bars.
-    partial = view.step_in_epoch / spe if view.epochs_done < view.epochs and view.step_in_epoch < spe else 0.0
-    epoch = _bar("epoch", parts["epoch"], view.epochs_done + partial, max(view.epochs, 1),
-                 parts["eta_total"], parts["loss"], parts["lr"])
-    if view.phase == "eval":
-        return [epoch, _bar("eval", w("eval"), view.eval_step, eval_total, steps, speed)]
-    return [epoch, _bar("train", w("train"), view.step_in_epoch, spe, steps, speed, time)]
+def _tag(tag: str, cls: str, inner: str, style: str = "", **data: str) -> str:
+    """``<tag class="nbc-{cls}" data-{name}="..." style="...">inner</tag>`` (no class for '', no style for '')."""
+    attrs = f' class="nbc-{cls}"' if cls else ""
+    attrs += "".join(f' data-{name}="{escape(value)}"' for name, value in data.items())
+    if style:
+        attrs += f' style="{style}"'
+    return f"<{tag}{attrs}>{inner}</{tag}>"
 
 
-def _lr_note(view: View, w: Words) -> str:
-    if not view.lr_changes:
+def _bars_html(view: View, w: Words, inline: bool) -> str:
+    out = []
+    for bar in bars(view, w):
+        color, width = _COLORS[bar["kind"]], 100.0 * bar["value"] / bar["max"]
+        look = {key: _INLINE[key].format(color=color, width=width) if inline else ""
+                for key in ("bar-label", "bar-track", "bar-fill")}
+        fill = _tag("span", "bar-fill", "", look["bar-fill"] or f"width:{width:.1f}%")  # the width: both need it
+        inner = (_tag("span", "bar-label", escape(bar["label"]), look["bar-label"])
+                 + _tag("span", "bar-track", fill, look["bar-track"]) + " " + _tag("span", "bar-text", escape(bar["text"])))
+        out.append(_tag("div", "bar", inner, kind=bar["kind"]))
+    return _tag("div", "bars", "".join(out)) if out else ""
+
+
+def _status_html(view: View, w: Words, hint: str, status: bool, inline: bool) -> str:
+    pieces = []
+    line = status_line(view, w) if status else None
+    if line is not None:
+        style = _INLINE["status-text"].format(color=_COLORS.get(line["state"], "inherit")) if inline else ""
+        pieces.append(_tag("span", "status-text", escape(line["text"]), style))
+        if line["note"]:
+            pieces.append((" · " if inline else "") + _tag("span", "note", escape(line["note"])))
+    if hint:
+        pieces.append(_tag("span", "hint", escape(hint)))
+    if not pieces:
         return ""
-    step, lr = view.lr_changes[-1]
-    return w("lr_set", lr=number(lr, 3), step=step)
+    html = _tag("div", "status", "".join(pieces), state=line["state"] if line else "")
+    if line is not None and view.error:
+        html += _tag("div", "error", escape(view.error), _INLINE["error"].format(color=_COLORS["error"])
+                     if inline else "")
+    return html
+
+
+def _table_html(view: View, w: Words, caption: str, inline: bool) -> str:
+    header, rows = table(view, w)
+    full = [row for row in rows if len(row) == len(header)]  # not the "rows omitted" line
+    numeric = [bool(full) and all(row[j] == "" or is_numeric_cell(row[j]) for row in full) for j in range(len(header))]
+    cell_style = _INLINE["cell"] if inline else ""
+
+    def cell(tag: str, text: str, j: int) -> str:
+        return _tag(tag, "num" if numeric[j] else "", escape(text), cell_style)
+
+    head = "<tr>" + "".join(cell("th", text, j) for j, text in enumerate(header)) + "</tr>"
+    body = ""
+    for cells in rows:
+        if len(cells) != len(header):
+            span = f'<td colspan="{len(header)}"' + (f' style="{_INLINE["omitted"]}"' if inline else "")
+            body += f"<tr>{span}>{escape(cells[0])}</td></tr>"
+        else:
+            body += "<tr>" + "".join(cell("td", text, j) for j, text in enumerate(cells)) + "</tr>"
+    caption = _tag("caption", "", escape(caption), _INLINE["caption"] if inline else "") if caption else ""
+    return _tag("table", "table", f"{caption}<thead>{head}</thead><tbody>{body}</tbody>",
+                _INLINE["table"] if inline else "")
+
+
+def fragment(view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, w: Words = words,
+             inline: bool = False) -> dict[str, str]:
+    """The picture's HTML in two pieces: ``head`` (the bars with ``progress`` in ``parts``; the status line, its lr
+    note and the ``hint`` on how to stop, unless ``status`` is False: left to another callback beside this one) and
+    ``table`` (the metrics table with ``progress`` or ``table`` in ``parts``; '' without rows).  ``inline``: with
+    the snapshot's inline styles."""
+    head = (_bars_html(view, w, inline) if "progress" in parts else "") + _status_html(view, w, hint, status, inline)
+    grid = ""
+    if view.rows and parts & {"progress", "table"}:
+        caption = ""
+        if view.rows_total > len(view.rows) + view.rows_omitted:
+            caption = w("last_rows", shown=len(view.rows), total=view.rows_total)
+        grid = _table_html(view, w, caption, inline)
+    return {"head": head, "table": grid}
 
 
 def payload(
     view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, w: Words = words
 ) -> dict[str, Any]:
-    """The front end's ``view`` dict (without series): ``status`` (None: left to another callback beside this
-    one), ``bars`` (with ``progress`` in ``parts``), ``table`` and the ``hint`` on how to stop."""
-    state = None
-    if status:
-        text = w.say(view.status_text)
-        if view.status == "running" and view.phase == "eval" and view.kind == "train":
-            text = w("running_validation")
-        text = (_MARKS.get(view.status, "") + " " + text).strip()
-        state = {"state": view.status, "text": text, "note": _lr_note(view, w)}
-    grid = None
-    if view.rows and parts & {"progress", "table"}:
-        header, rows = table(view, w)
-        caption = ""
-        if view.rows_total > len(view.rows) + view.rows_omitted:
-            caption = w("last_rows", shown=len(view.rows), total=view.rows_total)
-        grid = {"header": header, "rows": rows, "caption": caption}
-    bars = _bars(view, w) if "progress" in parts else []
-    return {"status": state, "bars": bars, "table": grid, "hint": hint}
-
-
-def _bar_html(bar: dict[str, Any]) -> str:
-    color = _COLORS[bar["kind"]]
-    width = 100.0 * bar["value"] / bar["max"]
-    return (
-        f'<div><span style="display:inline-block;min-width:7.5em;color:{color}">{escape(bar["label"])}</span>'
-        '<span style="display:inline-block;width:18em;height:.6em;vertical-align:middle;border-radius:3px;'
-        f'background:var(--jp-layout-color3,#ddd)"><span style="display:block;height:100%;width:{width:.1f}%;'
-        f'border-radius:3px;background:{color}"></span></span> {escape(bar["text"])}</div>'
-    )
-
-
-def _table_html(grid: dict[str, Any]) -> str:
-    head = "".join(f'<th style="{_CELL}">{escape(h)}</th>' for h in grid["header"])
-    body = ""
-    for cells in grid["rows"]:
-        if len(cells) != len(grid["header"]):  # the "rows omitted" line
-            body += f'<tr><td colspan="{len(grid["header"])}" style="text-align:center">{escape(cells[0])}</td></tr>'
-        else:
-            body += "<tr>" + "".join(f'<td style="{_CELL}">{escape(c)}</td>' for c in cells) + "</tr>"
-    caption = ""
-    if grid["caption"]:
-        caption = f'<caption style="caption-side:bottom;opacity:.7;text-align:left">{escape(grid["caption"])}</caption>'
-    return (
-        '<table style="border-collapse:collapse;text-align:right;margin-top:4px;font-variant-numeric:tabular-nums">'
-        f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    )
+    """The live widget's ``view`` (without series and controls): ``state`` (the run's status, for the controls) and
+    ``html`` (:func:`fragment`, which the front end inserts as it is)."""
+    return {"state": view.status, "html": fragment(view, parts, hint=hint, status=status, w=w)}
 
 
 def snapshot_bundle(
@@ -116,21 +138,12 @@ def snapshot_bundle(
     ``text/html``: bars, status, error, the whole (capped) table and a summary line, inline-styled.
     ``text/plain`` (terminals, nbval, viewers without HTML): the summary, the last rows and where the plot is.
     """
-    data = payload(view, parts | ({"table"} if "progress" in parts else set()), status=status, w=w)
-    blocks = [_bar_html(bar) for bar in data["bars"]]
-    state = data["status"]
-    if state is not None:
-        color = _COLORS.get(state["state"], "inherit")
-        line = f'<span style="color:{color};font-weight:600">{escape(state["text"])}</span>'
-        blocks.append(f"<div>{line}{' · ' + escape(state['note']) if state['note'] else ''}</div>")
-        if view.error:
-            blocks.append(f'<div style="color:{_COLORS["error"]}">{escape(view.error)}</div>')
-    if data["table"] is not None:
-        blocks.append(_table_html(data["table"]))
+    html = fragment(view, parts | ({"table"} if "progress" in parts else set()), status=status, w=w, inline=True)
     summary = run_summary(view, w)
-    if state is not None:
-        blocks.append(f'<div style="opacity:.7;font-size:12px">{escape(summary)}</div>')
-    lines = [summary] + [text for text in (view.error, _lr_note(view, w)) if text]
+    blocks = html["head"] + html["table"]
+    if status:
+        blocks += f'<div style="opacity:.7;font-size:12px">{escape(summary)}</div>'
+    lines = [summary] + [text for text in (view.error, lr_note(view, w)) if text]
     if view.rows and parts & {"progress", "table", "plot"}:
         rows = view.rows[-10:]
         lines += text_table(dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0), w)
@@ -138,7 +151,7 @@ def snapshot_bundle(
             lines.append(w("last_rows_text", shown=len(rows), total=view.rows_total))
     if has_plot:
         lines.append(w("plot_below"))
-    return {"text/html": f'<div class="nbc-snapshot" style="{_FONT}">{"".join(blocks)}</div>',
+    return {"text/html": f'<div class="nbc-snapshot" style="{_FONT}">{blocks}</div>',
             "text/plain": "\n".join(lines)}
 
 

@@ -1,147 +1,20 @@
-"""The words and numbers every renderer shows (text, HTML, widget), and the text renderers:
-:class:`TTYRenderer` for terminals, :class:`LogRenderer` for logs and CI (no ``\\r``, a few dozen lines a run).
+"""The text renderers: :class:`TTYRenderer` for terminals, :class:`LogRenderer` for logs and CI (no ``\\r``, a few
+dozen lines a run), and :class:`NullRenderer`, the interface every renderer implements.  The words and numbers
+come from :mod:`nbcallback.widgets.format`.
 """
 from __future__ import annotations
 
-import math
 import shutil
 import sys
 import unicodedata
 from typing import Any, TextIO
 
 from nbcallback.widgets.env import is_tty
+from nbcallback.widgets.format import duration, metric, number, progress_parts, run_summary, shown_loss, text_table
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import Words, words
 
 __all__ = ["TTYRenderer", "LogRenderer", "NullRenderer"]
-
-
-def duration(seconds: float | None) -> str:
-    """``75.3 -> '01:15'``, ``3725 -> '1:02:05'``, ``None -> '?'``."""
-    if seconds is None or not math.isfinite(seconds):
-        return "?"
-    minutes, secs = divmod(max(0, int(round(seconds))), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
-
-
-def rate(per_second: float | None, unit: str = "it") -> str:
-    """``512.3 -> '512 it/s'``, ``0.25 -> '4.00 s/it'``, ``32800 -> '32.8k it/s'``."""
-    if per_second is None or not math.isfinite(per_second) or per_second <= 0:
-        return f"? {unit}/s"
-    if per_second < 1:
-        return f"{1 / per_second:.2f} s/{unit}"
-    if per_second >= 1e4:
-        return f"{per_second / 1e3:.1f}k {unit}/s"
-    return f"{per_second:.0f} {unit}/s" if per_second >= 100 else f"{per_second:.1f} {unit}/s"
-
-
-def number(value: float | None, digits: int = 4) -> str:
-    """A compact float: ``digits`` significant digits, ``nan``/``inf`` spelled out, None as '-'."""
-    if value is None:
-        return "-"
-    if not math.isfinite(value):
-        return str(value)
-    if value == 0:
-        return "0"
-    return f"{value:.{digits}g}" if 1e-3 <= abs(value) < 1e5 else f"{value:.{digits - 1}e}"
-
-
-def metric(value: Any) -> str:
-    """A metric value for a table cell: floats via :func:`number`, lists and long text shortened."""
-    if isinstance(value, float):
-        return number(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(metric(v) for v in value[:4]) + (", …" if len(value) > 4 else "") + "]"
-    text = str(value)
-    return text if len(text) <= 24 else text[:23] + "…"
-
-
-def shown_loss(view: View) -> float | None:
-    """The smoothed loss, or the last step's when that is NaN or infinite: the average leaves such steps out, and
-    a run whose loss has blown up must say so."""
-    last = view.last_loss
-    return last if last is not None and not math.isfinite(last) else view.loss
-
-
-def progress_parts(view: View, w: Words = words) -> dict[str, str]:
-    """The pieces every renderer shows: ``epoch``, ``phase``, ``steps``, ``rate``, ``time``,
-    ``eta_total``, ``loss`` and ``lr`` (the last three may be '')."""
-    running, loss = view.status in ("starting", "running"), shown_loss(view)
-    if view.kind == "eval" or view.phase == "eval":
-        steps = f"{view.eval_step}/{'?' if view.eval_steps is None else view.eval_steps}"
-        speed = rate(view.eval_rate)
-    else:
-        steps = f"{view.step_in_epoch}/{view.steps_per_epoch}"
-        speed = rate(view.rate)
-        if view.samples_rate is not None:
-            speed += " · " + rate(view.samples_rate, w("samples"))
-    eta_total = ""
-    if view.kind == "eval":
-        epoch, phase, eta = w("evaluation"), w("eval"), view.eta_total
-    else:
-        last = "?" if view.last_epoch is None else view.last_epoch
-        epoch = w("epoch_of", epoch="-" if view.epoch is None else view.epoch, last=last)
-        phase, eta = w(view.phase), view.eta_train
-        if running and view.eta_total is not None and view.eta_total != view.eta_train:
-            eta_total = w("total_eta", eta=("~" if view.eta_total_estimated else "") + duration(view.eta_total))
-    return {
-        "epoch": epoch,
-        "phase": phase,
-        "steps": steps,
-        "rate": speed,
-        # An ended run has no time left to predict.
-        "time": f"{duration(view.elapsed)}<{duration(eta)}" if running else duration(view.elapsed),
-        "eta_total": eta_total,
-        "loss": "" if loss is None else w("loss_value", value=number(loss)),
-        "lr": "" if view.lr is None else w("lr_value", value=number(view.lr, 3)),
-    }
-
-
-def run_summary(view: View, w: Words = words) -> str:
-    """One line about the run, for ``text/plain`` and logs."""
-    status, elapsed = w.say(view.status_text), duration(view.elapsed)
-    if view.kind == "train":
-        bits = [w("summary_train", status=status, epochs_done=view.epochs_done, epochs=view.epochs,
-                  steps_done=view.steps_done, total_steps=view.total_steps, elapsed=elapsed)]
-        if view.elapsed > 0 and view.steps_done:
-            bits.append(rate(view.steps_done / view.elapsed))
-    else:
-        total = "?" if view.eval_steps is None else view.eval_steps
-        bits = [w("summary_eval", status=status, steps=f"{view.eval_step}/{total}", elapsed=elapsed)]
-    loss = shown_loss(view)
-    if loss is not None:
-        bits.append(w("summary_loss", value=number(loss)))
-    return w("list_separator").join(bits)
-
-
-def table(view: View, w: Words = words) -> tuple[list[str], list[list[str]]]:
-    """The metrics table: its header and rows; the "rows omitted" line (in the middle of a capped table) is a row
-    of one cell."""
-    train = view.kind == "train"
-    header = ([w("col_epoch"), w("col_step")] if train else []) + list(view.columns) + [w("col_time")]
-    rows = []
-    for row in view.rows:
-        cells = [metric(row.values[name]) if name in row.values else "" for name in view.columns]
-        if train:
-            epoch = "-" if row.epoch is None else str(row.epoch) + (" " + w("partial") if row.partial else "")
-            cells = [epoch, "-" if row.step is None else str(row.step)] + cells
-        rows.append(cells + [duration(row.elapsed)])
-    if view.rows_omitted:
-        rows.insert(view.omitted_after, [w("rows_omitted", count=view.rows_omitted)])
-    return header, rows
-
-
-def text_table(view: View, w: Words = words) -> list[str]:
-    """The metrics table as right-aligned plain-text lines, the header first."""
-    header, rows = table(view, w)
-    full = [row for row in rows if len(row) == len(header)]  # not the "rows omitted" line
-    widths = [max(len(text) for text in column) for column in zip(header, *full)]
-    lines = []
-    for row in [header] + rows:
-        aligned = len(row) == len(header)
-        lines.append("  ".join(text.rjust(width) for text, width in zip(row, widths)) if aligned else row[0])
-    return lines
 
 
 class NullRenderer:

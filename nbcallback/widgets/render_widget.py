@@ -15,7 +15,7 @@ import traitlets
 
 from nbcallback.widgets import env
 from nbcallback.widgets.controls import BusyStatus, release_comm_routing, valid_lr
-from nbcallback.widgets.panels import COLORS, Panel
+from nbcallback.widgets.panels import COLORS, Panel, y_range
 from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import NullRenderer
 from nbcallback.widgets.state import TrainingState, View
@@ -31,7 +31,8 @@ _EMPTY_ESM = "export default {};"
 
 class DashboardWidget(anywidget.AnyWidget):
     """The live view: the kernel syncs ``spec`` (the panels) and ``view`` (everything, when the widget opens or a page
-    says ``hello``) and sends each refresh's news as a ``{"type": "view"}`` message; the page sends ``stop``, ``lr``
+    says ``hello``: the bars, status and table as HTML, the series, the panels' y ranges, the controls' state) and
+    sends each refresh's news as a ``{"type": "view"}`` message; the page sends ``stop``, ``lr``
     and ``hello``, maybe on a kernel subshell's thread while the run trains: the handlers only store the request."""
 
     _esm = STATIC / "dashboard.js"
@@ -145,11 +146,14 @@ class WidgetRenderer(NullRenderer):
         if "controls" in self.parts:
             data["controls"] = {"enabled": view.status in ("starting", "running"), "lr": view.lr}
         plot: dict[str, Any] = {"x_range": [0, 1], "epoch_marks": []}
-        panels = []
+        shown: list[Panel] = []
         if "plot" in self.parts:
             plot, self._cursors = state.plot_delta(None if full else self._cursors)
             data["series"] = plot["series"]
-            panels = [p.to_json() for p in self.panels_for(plot)] if self.panels_for else []
+            shown = self.panels_for(plot) if self.panels_for else []
+            everything = state.plot_data().series  # the y ranges: the PNG's rule, over every point
+            data["y_ranges"] = [y_range(panel, everything) for panel in shown]
+        panels = [panel.to_json() for panel in shown]
         old = self.widget.spec if self.widget is not None else {}
         if not full and panels == old.get("panels") and plot["x_range"] == old.get("x_range"):
             return None, data

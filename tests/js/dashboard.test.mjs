@@ -12,13 +12,13 @@ import dashboard, {
   cssColor,
   formatValue,
   getStore,
-  isNumericCell,
   linePath,
   logTicks,
   makeScale,
   mergeDelta,
   nearestIndex,
   niceTicks,
+  panelRange,
   seriesPoints,
   stepChanges,
   stepPath,
@@ -26,7 +26,6 @@ import dashboard, {
   validLr,
   valueAt,
   xDomain,
-  yDomain,
 } from "../../nbcallback/widgets/static/dashboard.js";
 
 // identity-like scales: x * 10 px, y flipped on a 100 px tall area
@@ -160,22 +159,20 @@ test("makeScale: linear and log, missing values, one-point domain, invert", () =
   assert.equal(flat(3), 50);
 });
 
-test("xDomain and yDomain: planned range grows to the data; safe on empty, one point, log", () => {
+test("xDomain: planned range grows to the data; safe on empty and one point", () => {
   assert.deepEqual(xDomain([0, 2814], [1, 100]), [0, 2814]);
   assert.deepEqual(xDomain([0, 100], [50, 130]), [0, 130]);
   assert.deepEqual(xDomain([5, 5], []), [5, 6]);
   assert.deepEqual(xDomain(undefined, []), [0, 1]);
-  assert.deepEqual(yDomain([], "linear"), [0, 1]);
-  assert.deepEqual(yDomain([null, -1], "log"), [0.1, 1]);
-  assert.deepEqual(yDomain([2], "linear"), [1.8, 2.2]);
-  assert.deepEqual(yDomain([0, 0], "linear"), [-1, 1]);
-  // A band's highs raise the top; its lows never lower the bottom (the lines decide it).
-  const [blo, bhi] = yDomain([0.1, 0.2], "log", [1.5, null]);
-  assert.ok(blo > 0.05 && blo < 0.1, `bottom ${blo}`);
-  assert.ok(bhi >= 1.5, `top ${bhi}`);
-  assert.deepEqual(yDomain([], "linear", [1, 3]), yDomain([1, 3], "linear"));
-  const [lo, hi] = yDomain([0.1, 10, -3, null], "log");
-  assert.ok(lo < 0.1 && lo > 0.05 && hi > 10 && hi < 20);
+});
+
+test("panelRange: the kernel's y range as given (panels.y_range); a default while a panel has none", () => {
+  assert.deepEqual(panelRange([0.05, 2.6], "log"), [0.05, 2.6]);
+  assert.deepEqual(panelRange([-1.5, 3], "linear"), [-1.5, 3]);
+  assert.deepEqual(panelRange(null, "log"), [0.1, 1]);
+  assert.deepEqual(panelRange(undefined, "linear"), [0, 1]);
+  assert.deepEqual(panelRange([-1, 2], "log"), [0.1, 1]); // not drawable on a log axis
+  assert.deepEqual(panelRange([2, 2], "linear"), [0, 1]);
 });
 
 test("linePath breaks at null, draws a lone point as a dot, skips unscalable values", () => {
@@ -233,11 +230,6 @@ test("tooltipText and cssColor", () => {
   assert.equal(cssColor(colors, "train"), "var(--jp-brand-color1, #1976d2)");
   assert.equal(cssColor(colors, "#ff0000"), "#ff0000");
   assert.equal(cssColor(undefined, "nope"), "var(--jp-brand-color1, #1976d2)");
-});
-
-test("isNumericCell: numbers and times right-aligned, words not", () => {
-  for (const t of ["0.93", "938", "-1.5e-3", "00:12", "12%", "1,024"]) assert.ok(isNumericCell(t), t);
-  for (const t of ["", "loss", "n/a", null]) assert.ok(!isNumericCell(t), String(t));
 });
 
 // A fake anywidget model: enough of on/off/get/send for initialize (no DOM needed).

@@ -6,7 +6,8 @@ import io
 import pytest
 
 from nbcallback.widgets.panels import Line, Panel
-from nbcallback.widgets.plot import render_png, y_limits
+from nbcallback.widgets.panels import y_range
+from nbcallback.widgets.plot import render_png
 from nbcallback.widgets.state import PlotData
 
 pytest.importorskip("matplotlib")
@@ -38,7 +39,7 @@ def test_raw_losses_of_a_short_run_are_drawn_and_in_range() -> None:
     raw = [1.0 / (1 + i) * (3 if i % 5 == 0 else 1) for i in range(60)]  # jagged, falling to ~0.02
     smooth = [0.5 + 0.4 / (1 + i) for i in range(60)]  # an EMA lagging well above the raw values
     data = _data(raw, smooth)
-    lo, _ = y_limits(PANEL, data)
+    lo, _ = y_range(PANEL, data.series)
     assert lo < min(raw), "the raw values are the line a reader reads: the axis must reach them"
     assert _faint_blue_pixels(render_png([PANEL], data)) > 300, "the raw per-step losses are not visible"
 
@@ -46,6 +47,6 @@ def test_raw_losses_of_a_short_run_are_drawn_and_in_range() -> None:
 def test_a_wide_band_keeps_the_lines_bottom() -> None:
     raw = [1.0 / (1 + i) for i in range(60)]
     data = _data(raw, raw, spread=0.9)  # easy batches at a tenth of the curve
-    lo, _ = y_limits(PANEL, data)
+    lo, _ = y_range(PANEL, data.series)
     assert lo > min(data.series["loss"]["lo"]), "a band's minima must not stretch the axis below the curve"
     assert _faint_blue_pixels(render_png([PANEL], data)) > 300

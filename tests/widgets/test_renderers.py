@@ -9,9 +9,11 @@ import base64
 import io
 import json
 import random
+import re
 import threading
 import time
 import warnings
+from html import unescape
 from typing import Any
 
 import pytest
@@ -20,7 +22,8 @@ from nbcallback.train import Callback
 from nbcallback.widgets import Dashboard, LiveLossPlot, ProgressBar
 from tests.widgets.conftest import FakeClock
 from nbcallback.widgets.panels import Panel, default_panels
-from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
+from nbcallback.widgets.format import bars, status_line, table
+from nbcallback.widgets.render_html import fragment, payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import LogRenderer, TTYRenderer
 from nbcallback.widgets.state import TrainingState
 from tests.widgets._reader import accumulate
@@ -104,28 +107,66 @@ def _panels(facts: dict[str, Any]) -> list[Panel]:
 # ---------------------------------------------------------------------- payload: what the browser lays out
 
 
-def test_payload_has_the_bars_status_and_table_the_front_end_draws() -> None:
+def _text(html: str) -> str:
+    """What a reader sees of an HTML fragment: its text, tags dropped."""
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html))).strip()
+
+
+def _unstyled(html: str) -> str:
+    """An HTML fragment without its inline styles and the snapshot's " · " separators."""
+    return re.sub(r' style="[^"]*"', "", html).replace(" · <", "<")
+
+
+def _has_status(view: dict[str, Any]) -> bool:
+    """Whether a widget view shows a status line."""
+    return 'class="nbc-status-text"' in view["html"]["head"]
+
+
+def _bar_kinds(view: dict[str, Any]) -> list[str]:
+    """The kinds of the bars a widget view shows, in order."""
+    return re.findall(r'class="nbc-bar" data-kind="(\w+)"', view["html"]["head"])
+
+
+def test_the_picture_has_the_bars_status_and_table() -> None:
     state, clock = _state()
-    data = payload(state.view(clock()), PROGRESS, hint="press interrupt")
-    assert json.loads(json.dumps(data)) == data  # plain JSON: what a trait can carry
-    epoch, train = data["bars"]
+    view = state.view(clock())
+    epoch, train = bars(view)
     assert (epoch["kind"], epoch["label"], epoch["value"], epoch["max"]) == ("epoch", "epoch 1/2", 0.3, 2.0)
     assert epoch["text"].startswith("15%") and "loss 0.0" in epoch["text"] and "lr 0.1" in epoch["text"]
     assert (train["kind"], train["label"], train["value"], train["max"]) == ("train", "train", 30.0, 100.0)
     assert "30/100" in train["text"] and "100.0 it/s" in train["text"]
-    assert data["status"] == {"state": "running", "text": "running", "note": ""}
-    assert data["hint"] == "press interrupt"
-    table = data["table"]
-    assert table["header"] == ["epoch", "step", "accuracy", "<b>x</b>", "time"]  # escaped by the browser's textContent
-    assert table["rows"] == [["1", "30", "0.5", "1", "00:00"]]
-    # The validation pass has its own bar; a plot beside a progress bar leaves the status to it.
+    assert status_line(view) == {"state": "running", "text": "running", "note": ""}
+    assert table(view) == (["epoch", "step", "accuracy", "<b>x</b>", "time"], [["1", "30", "0.5", "1", "00:00"]])
+    # The validation pass has its own bar.
     state.begin_eval(clock(), 20)
     state.record_eval_steps(clock(), 5)
-    during = payload(state.view(clock()), PROGRESS)
-    assert [bar["kind"] for bar in during["bars"]] == ["epoch", "eval"] and during["bars"][1]["value"] == 5.0
-    assert during["status"]["text"] == "running (validation)"
+    during = state.view(clock())
+    assert [bar["kind"] for bar in bars(during)] == ["epoch", "eval"] and bars(during)[1]["value"] == 5.0
+    assert status_line(during)["text"] == "running (validation)"
+
+
+def test_the_widget_gets_the_picture_as_html_and_the_snapshot_shows_the_same() -> None:
+    state, clock = _state()
+    data = payload(state.view(clock()), PROGRESS, hint="press interrupt")
+    assert json.loads(json.dumps(data)) == data  # plain JSON: what a message can carry
+    assert data["state"] == "running" and set(data["html"]) == {"head", "table"}
+    head, grid = data["html"]["head"], data["html"]["table"]
+    assert head.count('class="nbc-bar"') == 2 and 'data-kind="epoch"' in head and 'data-kind="train"' in head
+    assert 'style="width:15.0%"' in head and 'style="width:30.0%"' in head  # the fills' widths
+    assert _text(head).startswith("epoch 1/2 15%") and "train 30% · 30/100" in _text(head)
+    assert 'data-state="running"' in head and "press interrupt" in _text(head)
+    assert "&lt;b&gt;x&lt;/b&gt;" in grid and "<b>x</b>" not in grid  # escaped once, in Python
+    assert _text(grid) == "epoch step accuracy <b>x</b> time 1 30 0.5 1 00:00"
+    assert '<td class="nbc-num">0.5</td>' in grid  # numbers right-aligned
+    # The snapshot is the same fragment with inline styles (a saved notebook has no stylesheet).
+    state.finish(clock(), "finished")
+    view = state.view(clock(), live_rows=None)
+    live = fragment(view, PROGRESS)
+    snapshot = snapshot_bundle(view, PROGRESS)["text/html"]
+    assert _unstyled(live["head"]) in _unstyled(snapshot) and _unstyled(live["table"]) in _unstyled(snapshot)
+    # A plot beside a progress bar leaves the status line to it: no bars, no status, no table.
     plot_only = payload(state.view(clock()), frozenset({"plot"}), status=False)
-    assert plot_only == {"status": None, "bars": [], "table": None, "hint": ""}
+    assert plot_only == {"state": "finished", "html": {"head": "", "table": ""}}
 
 
 def test_payload_of_a_stand_alone_evaluation_and_of_an_lr_change() -> None:
@@ -134,33 +175,37 @@ def test_payload_of_a_stand_alone_evaluation_and_of_an_lr_change() -> None:
     state.start(clock(), kind="eval", eval_steps=50)
     state.begin_eval(clock(), 50)
     state.record_eval_steps(clock(), 25)
-    bars = payload(state.view(clock()), PROGRESS)["bars"]
-    assert [(b["kind"], b["label"], b["value"], b["max"]) for b in bars] == [("eval", "evaluation", 25.0, 50.0)]
+    assert [(b["kind"], b["label"], b["value"], b["max"]) for b in bars(state.view(clock()))] == [
+        ("eval", "evaluation", 25.0, 50.0)]
+    head = payload(state.view(clock()), PROGRESS)["html"]["head"]
+    assert head.count('class="nbc-bar"') == 1 and _text(head).startswith("evaluation 50%")
     train, clock = _state()
     train.set_lr(0.02, changed_at=30)
-    assert payload(train.view(clock()), PROGRESS)["status"]["note"] == "lr set to 0.02 at step 30"
+    assert status_line(train.view(clock()))["note"] == "lr set to 0.02 at step 30"
+    assert '<span class="nbc-note">lr set to 0.02 at step 30</span>' in payload(train.view(clock()), PROGRESS)[
+        "html"]["head"]
 
 
 def test_a_loss_that_blew_up_shows_as_nan_not_as_the_last_good_average() -> None:
     state, clock = _state()  # smoothed loss over steps 1-30, all finite
-    finite = payload(state.view(clock()), frozenset({"progress"}))["bars"][0]["text"]
+    finite = bars(state.view(clock()))[0]["text"]
     state.record_steps(clock(), 35, [0.02, float("nan"), float("nan"), float("inf"), float("nan")])
     view = state.view(clock())
     assert view.loss is not None and view.loss == view.loss  # the average leaves the NaN steps out ...
-    bar = payload(view, frozenset({"progress"}))["bars"][0]["text"]
-    assert "loss nan" in bar and "loss nan" not in finite  # ... but the bar shows the blown-up loss
+    assert "loss nan" in bars(view)[0]["text"] and "loss nan" not in finite  # ... but the bar shows the blow-up
+    assert "loss nan" in _text(payload(view, frozenset({"progress"}))["html"]["head"])
     state.finish(clock(), "finished")
     out = io.StringIO()
     LogRenderer(frozenset({"progress"}), out).finish(state.view(clock(), live_rows=None), None)
     assert out.getvalue().splitlines()[0].endswith(", loss nan")
     state.start(clock(), epochs=1, steps_per_epoch=10)
     state.record_steps(clock(), 2, [float("nan"), 0.5])  # a NaN step, then a finite one: the average again
-    assert "loss 0.5" in payload(state.view(clock()), frozenset({"progress"}))["bars"][0]["text"]
+    assert "loss 0.5" in bars(state.view(clock()))[0]["text"]
 
 
 def test_text_table_of_an_evaluation_without_metrics_is_aligned() -> None:
     """A one-column table (``Model.eval`` with no metrics: only the time) is a table, not "rows omitted" lines."""
-    from nbcallback.widgets.render_text import text_table
+    from nbcallback.widgets.format import text_table
 
     clock = FakeClock()
     state = TrainingState()
@@ -262,7 +307,7 @@ def test_widget_gets_spec_and_view_and_deltas_add_up_to_the_series(sink: FakeDis
     assert spec["labels"]["stop"] == "Stop" and spec["colors"]["train"] == ["--jp-brand-color1", "#1976d2"]
     views = record_views(widget)
     first = widget.view  # the comm_open carries everything so far
-    assert first["controls"] == {"enabled": True, "lr": 0.1} and first["hint"] == "stop with the button"
+    assert first["controls"] == {"enabled": True, "lr": 0.1} and "stop with the button" in first["html"]["head"]
     assert set(first["series"]) == {"loss", "eval:accuracy", "eval:<b>x</b>", "lr"}
     # Train on: each update carries only what is new.
     step = 30
@@ -516,8 +561,8 @@ def test_progress_bar_and_loss_plot_together_show_one_status_line(kernel: FakeDi
     model.fit(1, batches(60), batches(5, seed=1), callbacks=[Ticker(clock, 0.05), *callbacks])
     plot_views, bar_views = views[id(plot.renderer)], views[id(bar.renderer)]
     assert len(plot_views) > 3 and len(bar_views) > 3
-    assert all(v["status"] is None for v in plot_views)  # from the first view on: no flicker of a second line
-    assert all(v["status"] is not None for v in bar_views)
+    assert not any(_has_status(v) for v in plot_views)  # from the first view on: no flicker of a second line
+    assert all(_has_status(v) for v in bar_views)
     finals = [h.bundles[-1] for h in kernel.handles]
     assert sorted(tuple(sorted(f)) for f in finals) == [("image/png", "text/plain"), ("text/html", "text/plain")]
     html = "".join(f.get("text/html", "") for f in finals)
@@ -529,7 +574,7 @@ def test_a_progress_bar_that_shows_nothing_leaves_the_status_to_the_plot(kernel:
     model, _ = new_model()
     plot = LiveLossPlot(display="widget")
     model.train(1, batches(20), callbacks=[plot, ProgressBar(display="off")])
-    assert all(v["status"] is not None for v in views[id(plot.renderer)])
+    assert all(_has_status(v) for v in views[id(plot.renderer)])
 
 
 def test_background_runs_show_one_status_line_too(kernel: FakeDisplay, monkeypatch) -> None:
@@ -539,8 +584,8 @@ def test_background_runs_show_one_status_line_too(kernel: FakeDisplay, monkeypat
     model, _ = new_model()
     plot, bar = LiveLossPlot(display="widget"), ProgressBar(display="widget")
     run_in_background(model.train, 1, batches(20), callbacks=[plot, bar]).wait(timeout=60)
-    assert all(v["status"] is None for v in views[id(plot.renderer)])
-    assert all(v["status"] is not None for v in views[id(bar.renderer)])
+    assert not any(_has_status(v) for v in views[id(plot.renderer)])
+    assert all(_has_status(v) for v in views[id(bar.renderer)])
 
 
 def test_the_lr_box_gets_a_rate_to_change_in_training_only(kernel: FakeDisplay, monkeypatch) -> None:
@@ -595,7 +640,7 @@ def test_eval_phase_reaches_the_widget_during_fit(kernel: FakeDisplay, monkeypat
         if not hasattr(self, "sent"):
             self.sent = record_views(self.widget)
         original(self, view, state, status)
-        seen.append([b["kind"] for b in self.sent[-1]["bars"]])
+        seen.append(_bar_kinds(self.sent[-1]))
 
     monkeypatch.setattr(WidgetRenderer, "update", spy)
     model.fit(1, batches(30), batches(30, seed=1), callbacks=[Ticker(clock, 0.05), bar])
@@ -646,8 +691,10 @@ def test_a_new_epoch_shows_while_its_first_step_stalls(kernel: FakeDisplay, monk
     during = [(at, view) for at, view in arrivals if began <= at <= ended]
     assert during, "nothing reached the page while the first step of epoch 2 waited for its batch"
     at, view = during[0]
-    epoch, phase = view["bars"]
-    assert epoch["label"] == "epoch 2/2" and (phase["kind"], phase["value"]) == ("train", 0.0), view["bars"]
+    head = view["html"]["head"]
+    assert _bar_kinds(view) == ["epoch", "train"] and _text(head).startswith("epoch 2/2"), head
+    assert 'data-kind="train"><span class="nbc-bar-label">train</span><span class="nbc-bar-track"><span ' \
+           'class="nbc-bar-fill" style="width:0.0%">' in head, head
     assert at - began <= interval + 0.25, f"shown {at - began:.2f} s after the stall began"
     gaps = [later - earlier for (earlier, _), (later, _) in zip(arrivals, arrivals[1:])]
     assert min(gaps) >= 0.8 * interval, gaps

@@ -100,7 +100,7 @@ def test_eval_only_run_has_its_own_bar_and_eta() -> None:
 
 def test_a_stop_during_validation_keeps_the_eval_phase_and_step_in_the_final_view() -> None:
     """The snapshot must show where the run stopped: eval step 14 of 40, not the finished train bar."""
-    from nbcallback.widgets.render_text import progress_parts
+    from nbcallback.widgets.format import progress_parts
 
     clock = FakeClock()
     state = TrainingState()
@@ -143,7 +143,7 @@ def test_a_complete_validation_returns_to_the_train_phase_and_the_next_epoch_cle
 
 
 def fmt_time(view) -> str:
-    from nbcallback.widgets.render_text import progress_parts
+    from nbcallback.widgets.format import progress_parts
 
     return progress_parts(view)["time"]
 

@@ -1,6 +1,8 @@
-// nbcallback training dashboard, the anywidget front end (issue #22): draws the `spec` and `view` traits and the
-// `{type: "view"}` messages of the kernel (DashboardWidget in render_widget.py). No build step; the pure exports
-// are tested with `node --test tests/js/`.
+// nbcallback training dashboard, the anywidget front end (issue #22): the `spec` and `view` traits and the
+// `{type: "view"}` messages of the kernel (DashboardWidget in render_widget.py). The bars, the status line and the
+// metrics table come as HTML built by the kernel (render_html.py, the same as the final snapshot) and are inserted
+// as they are; this module draws only the plot panels (their y ranges come from the kernel too: panels.y_range,
+// the final PNG's rule) and the controls. No build step; the pure exports are tested with `node --test tests/js/`.
 
 const PANEL_H = 220; // px, one panel's height (1 SVG unit = 1 CSS pixel)
 const CHAR_W = 6.6; // px, a generous width of one 11 px character, for layout only
@@ -24,8 +26,6 @@ export function validLr(text) {
   const v = /^\+?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(s) ? Number(s) : NaN;
   return isNum(v) && v > 0 ? v : null;
 }
-
-export const isNumericCell = (s) => /^[-+]?[\d.,:]+(e[-+]?\d+)?%?$/i.test(String(s ?? "").trim()); // right-aligned
 
 /** The tooltip text: "step 512 · train 0.2345 · eval loss 0.21". */
 export const tooltipText = (stepWord, x, entries) =>
@@ -131,18 +131,11 @@ export function xDomain(xRange, xs) {
   return hi > lo ? [lo, hi] : [lo, lo + 1];
 }
 
-/** The values' range, padded a little (log: positive values only). `tops` (a band's highs) only raise the top:
- * a band's per-step minima would stretch a log axis far below the curve. */
-export function yDomain(values, kind = "linear", tops = []) {
-  const ok = (v) => isNum(v) && (kind !== "log" || v > 0);
-  const high = tops.filter(ok);
-  const vals = values.some(ok) ? values.filter(ok) : high;
-  if (!vals.length) return kind === "log" ? [0.1, 1] : [0, 1];
-  const [lo, hi] = [Math.min(...vals), Math.max(...vals, ...high)];
-  const f = lo === hi ? 2 : (hi / lo) ** 0.05;
-  if (kind === "log") return [lo / f, hi * f];
-  const pad = lo === hi ? Math.abs(lo) * 0.1 || 1 : (hi - lo) * 0.05;
-  return [lo - pad, hi + pad];
+/** A panel's y range as the kernel computed it (panels.y_range in Python, the final PNG's rule); a default one
+ * while the panel has no data. */
+export function panelRange(range, kind = "linear") {
+  const ok = Array.isArray(range) && range.length === 2 && range.every(isNum) && range[0] < range[1];
+  return ok && (kind !== "log" || range[0] > 0) ? range : kind === "log" ? [0.1, 1] : [0, 1];
 }
 
 /** Runs of consecutive points where x and every column scale to a number; a point [x, y] prints as "x,y". */
@@ -230,27 +223,6 @@ function h(tag, attrs = {}, children = []) {
   return el;
 }
 
-function bar(b) {
-  const pct = b?.max > 0 && isNum(b.value) ? Math.min(100, Math.max(0, (100 * b.value) / b.max)) : 0;
-  return h("div", { class: "nbc-bar", "data-kind": b?.kind ?? "" }, [
-    h("span", { class: "nbc-bar-label" }, b?.label ?? ""),
-    h("div", { class: "nbc-bar-track" }, h("div", { class: "nbc-bar-fill", style: `width: ${pct.toFixed(1)}%;` })),
-    h("span", { class: "nbc-bar-text" }, b?.text ?? ""),
-  ]);
-}
-
-function table(data) {
-  const header = asArray(data?.header);
-  const rows = asArray(data?.rows).filter(Array.isArray);
-  if (!header.length && !rows.length) return [];
-  const numeric = (j) => rows.length > 0 && rows.every((r) => r[j] === "" || r[j] == null || isNumericCell(r[j]));
-  const cell = (tag, t, j) => h(tag, { class: numeric(j) && "nbc-num" }, String(t ?? ""));
-  const body = rows.map((r) => h("tr", {}, r.map((t, j) => cell("td", t, j))));
-  const head = h("tr", {}, header.map((t, j) => cell("th", t, j)));
-  const caption = data.caption && h("caption", {}, data.caption);
-  return [h("table", { class: "nbc-table" }, [caption, h("thead", {}, head), h("tbody", {}, body)])];
-}
-
 /** Which controls can act: Stop while the run is live and not already stopping; the lr box while live with a
  * learning rate to change (none in a stand-alone evaluation). */
 export function controlsState(ctl, state, stopping = false) {
@@ -319,10 +291,8 @@ function drawPanel(panel, spec, store, p) {
     .map((line) => ({ line, label: line?.label ?? line?.key, color: cssColor(spec.colors, line?.color) }))
     .map((l) => ({ ...l, pts: seriesPoints(store.series[l.line?.key]) }))
     .filter(({ line, pts }) => line && pts.x.length > 0);
-  const bands = lines.filter(({ line }) => line.style === "band").map(({ pts }) => pts);
-  const raw = bands.filter((pts) => isRawBand(pts.lo, pts.hi)).flatMap((pts) => pts.lo);
   const xd = xDomain(spec.x_range, lines.flatMap(({ pts }) => pts.x));
-  const yd = yDomain([...lines.flatMap(({ pts }) => pts.y), ...raw], kind, bands.flatMap((pts) => pts.hi));
+  const yd = panelRange(panel.y_range, kind);
   const yTicks = kind === "log" ? logTicks(...yd) : niceTicks(...yd, 5);
   // The title and the right-aligned legend share the top row when they fit; else the legend goes below.
   const legendW = lines.map(({ label }) => 26 + textWidth(label, CHAR_W));
@@ -392,7 +362,7 @@ function panelBox(title) {
 function render({ model, el }) {
   const store = connect(model);
   const ui = {};
-  for (const k of ["bars", "status", "controls", "panels", "metrics"]) ui[k] = h("div", { class: `nbc-${k}` });
+  for (const k of ["head", "controls", "panels", "metrics"]) ui[k] = h("div", { class: `nbc-${k}` });
   const root = h("div", { class: "nbc-dash" }, Object.values(ui));
   el.append(root);
   let update = null; // the controls, made when first shown
@@ -400,8 +370,9 @@ function render({ model, el }) {
   let frame = null;
   let width = 0;
   const schedule = () => (frame ??= requestAnimationFrame(draw));
+  const html = (box, text) => box.dataset.html !== text && ((box.dataset.html = text), (box.innerHTML = text));
 
-  const drawPanels = (spec) => {
+  const drawPanels = (spec, ranges) => {
     const list = asArray(spec.panels).filter((x) => x && typeof x === "object");
     const titles = list.map((x) => String(x.title ?? ""));
     if (titles.join("\n") !== panels.map((p) => p.box.dataset.title).join("\n")) {
@@ -411,30 +382,26 @@ function render({ model, el }) {
     // A panel at width 0 for a moment (a theme switch hides the output) keeps its picture; the resize observer has
     // it drawn again at its real width (drawn now, its viewBox would be scaled and its 11 px text shrink).
     list.forEach((panel, k) => {
-      if (panels[k].box.clientWidth || !panels[k].hover) drawPanel(panel, spec, store, panels[k]);
+      const drawn = { ...panel, y_range: asArray(ranges)[k] };
+      if (panels[k].box.clientWidth || !panels[k].hover) drawPanel(drawn, spec, store, panels[k]);
     });
   };
 
   function draw() {
     frame = null;
     const spec = model.get("spec") ?? {};
-    const { status, hint, ...view } = store.view;
+    const view = store.view;
     const parts = Array.isArray(spec.parts) ? spec.parts : ["progress", "table", "plot", "controls"];
-    const shown = { bars: "progress", controls: "controls", panels: "plot", metrics: "table" };
+    const shown = { controls: "controls", panels: "plot", metrics: "table" };
     for (const [k, part] of Object.entries(shown)) ui[k].hidden = !parts.includes(part);
     ui.controls.hidden ||= !view.controls;
-    ui.bars.replaceChildren(...asArray(view.bars).map(bar));
-    const span = (cls, text) => text && h("span", { class: cls }, text);
-    const line = [span("nbc-status-text", status?.text ?? status?.state), span("nbc-note", status?.note)];
-    ui.status.replaceChildren(...[...line, span("nbc-hint", hint)].filter(Boolean));
-    ui.status.hidden = !ui.status.childElementCount;
-    ui.status.dataset.state = status?.state ?? "";
+    html(ui.head, String(view.html?.head ?? ""));
+    html(ui.metrics, String(view.html?.table ?? ""));
     if (!ui.controls.hidden) {
       update ??= controls(ui.controls, model, spec.labels ?? {});
-      update(view.controls, status?.state);
+      update(view.controls, view.state);
     }
-    if (!ui.panels.hidden) drawPanels(spec);
-    ui.metrics.replaceChildren(...table(view.table));
+    if (!ui.panels.hidden) drawPanels(spec, view.y_ranges);
   }
 
   store.listeners.add(schedule);
