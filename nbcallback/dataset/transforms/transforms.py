@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from .._aliases import same_names
+from .._tensor import numpy_to_tensor
 from .._validate import check_int, check_real, type_error
 
 __all__ = ["Compose", "OneHot", "TensorOperation", "TypeCast", "is_cacheable"]
@@ -83,14 +84,11 @@ def _sample_to_tensor(data: Any, op_name: str) -> tuple[torch.Tensor, bool]:
     """
     if isinstance(data, torch.Tensor):
         return data, False
-    array = np.asarray(data)
-    if not array.dtype.isnative:
-        array = array.astype(array.dtype.newbyteorder("="))
-    if array.dtype not in _TORCH_OF:
+    tensor = numpy_to_tensor(data, contiguous=True)
+    if tensor is None:
+        array = np.asarray(data)
         raise TypeError(f"{op_name}: unsupported input of dtype {array.dtype} (shape {array.shape}).")
-    if not array.flags.writeable or not array.flags.c_contiguous:
-        array = np.array(array, copy=True, order="C")
-    return torch.from_numpy(array), True
+    return tensor, True
 
 
 class TensorOperation:

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from .._aliases import same_names
+from .._tensor import numpy_to_tensor
 from .._validate import check_bool, check_real, type_error
 from ..transforms.transforms import TensorOperation, empty_tensor, to_torch_dtype
 from . import _functional as fn
@@ -240,13 +241,10 @@ def _sample(data: Any, op_name: str) -> tuple[torch.Tensor, bool]:
     if isinstance(data, torch.Tensor):
         return data, True
     array = np.asarray(data)
-    if not array.dtype.isnative:
-        array = array.astype(array.dtype.newbyteorder("="))
-    if array.dtype.kind not in "biuf":
+    tensor = numpy_to_tensor(array, contiguous=True) if array.dtype.kind in "biuf" else None
+    if tensor is None:
         raise TypeError(f"{op_name}: unsupported input of dtype {array.dtype} (shape {array.shape}).")
-    if not array.flags.writeable or not array.flags.c_contiguous:
-        array = np.array(array, copy=True, order="C")
-    return torch.from_numpy(array), False
+    return tensor, False
 
 
 class _RandomOperation:
