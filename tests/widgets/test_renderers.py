@@ -759,3 +759,42 @@ def test_no_thread_for_the_timer_costs_the_late_send_only(kernel: FakeDisplay, m
         model.fit(2, batches(20), batches(5, seed=1), callbacks=[StallAtEpoch(2, seconds=0.5), bar])
     view = bar.view()
     assert view.status == "finished" and view.steps_done == 40
+
+
+def test_the_live_plot_and_the_png_draw_the_same_y_range(sink: FakeDisplay, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule (``panels.y_range``): the ranges the widget sends for its panels are the ones the final PNG draws,
+    on the same data -- a band whose minima lie far below the curve, linear metric panels, the lr panel."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from nbcallback.widgets.plot import render_png
+
+    clock = FakeClock()
+    state = TrainingState(max_points=8)  # buckets of many steps: a band, not raw values
+    state.start(clock(), epochs=2, steps_per_epoch=100, has_validation=True, eval_steps=20, lr=0.1)
+    state.begin_epoch(1, clock())
+    for step in range(1, 121):
+        clock.advance(0.01)
+        state.record_steps(clock(), step, [1e-5 if step == 50 else 1.0 / step ** 0.5])  # one easy batch
+    state.set_lr(0.05, changed_at=120)
+    for step, (accuracy, other) in ((60, (0.5, 1.0)), (120, (0.75, 3.0))):
+        state.add_eval_row(clock(), {"accuracy": accuracy, "<b>x</b>": other}, epoch=1, step=step)
+    renderer = WidgetRenderer(ALL, panels_for=_panels)
+    renderer.open(state.view(clock()), state)
+    live = [tuple(r) for r in renderer.widget.view["y_ranges"]]
+    titles = [panel["title"] for panel in renderer.widget.spec["panels"]]
+    assert titles == ["loss", "accuracy", "<b>x</b>", "learning rate"] and len(live) == 4
+    drawn: list[tuple[float, float]] = []
+    original = FigureCanvasAgg.draw
+
+    def draw(canvas: Any) -> None:
+        drawn.extend(tuple(float(v) for v in ax.get_ylim()) for ax in canvas.figure.axes)
+        original(canvas)
+
+    monkeypatch.setattr(FigureCanvasAgg, "draw", draw)
+    data = state.plot_data()
+    facts = {"metrics": data.metrics, "loss_positive": data.loss_positive, "lr_changed": data.lr_changed}
+    assert render_png(_panels(facts), data) is not None
+    assert drawn == pytest.approx(live, rel=1e-12)  # every panel, the same numbers
+    loss_lo, loss_hi = live[0]
+    assert 1e-5 < loss_lo < 1 / 120 ** 0.5 and loss_hi > 1.0  # the curve's bottom decides, the band's top counts
+    renderer.abort()
