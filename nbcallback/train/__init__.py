@@ -45,6 +45,7 @@ from nbcallback.train.summary_collector import SummaryCollector
 from nbcallback.train.terminate_on_nan import TerminateOnNaN
 from nbcallback.train.best_checkpoint import BestCheckpoint
 from nbcallback.train.hook_trace import HookTrace
+from nbcallback.train.profiler import CallbackProfiler
 
 __all__ = [
     "Callback",
@@ -79,6 +80,7 @@ __all__ = [
     "save_checkpoint",
     "History",
     "HookTrace",
+    "CallbackProfiler",
     "LambdaCallback",
     "EarlyStopping",
     "ReduceLROnPlateau",
