@@ -9,6 +9,9 @@ Laid out as MindSpore's documentation is:
   ``rename``, ``project``, ``concat``/``+``, ``zip``, ``filter``, ``split``;
   what each does row by row is in :mod:`.operations`;
 * :mod:`.vision` and :mod:`.transforms` -- the ops given to ``map``;
+* samplers (:mod:`.samplers`): ``SequentialSampler``, ``RandomSampler``,
+  ``DistributedSampler``, ... given to a source's ``sampler=`` or to
+  ``use_sampler``/``add_sampler``;
 * iterators (:mod:`.iterators`) and :mod:`.config` (``set_seed``, ...).
 
 The tutorial's pipeline::
@@ -38,12 +41,34 @@ from .idx import IdxError, read_idx
 from .iterators import DatasetIterator
 from .mnist import MnistDataset
 from .operations import BatchInfo
+from .samplers import (
+    BuiltinSampler,
+    DistributedSampler,
+    IterSampler,
+    PKSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    SubsetSampler,
+    WeightedRandomSampler,
+)
 from .sources import GeneratorDataset, NumpySlicesDataset, SourceDataset
 
 __all__ = [
     "DEFAULT_URLS",
     "URL_ENV",
     "BatchInfo",
+    "BuiltinSampler",
+    "DistributedSampler",
+    "IterSampler",
+    "PKSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SubsetRandomSampler",
+    "SubsetSampler",
+    "WeightedRandomSampler",
     "Dataset",
     "DatasetIterator",
     "GeneratorDataset",

@@ -511,6 +511,52 @@ class Dataset:
 
         return split(self, sizes, randomize)
 
+    # -- samplers (MindSpore's MappableDataset methods) ---------------------------
+
+    def use_sampler(self, new_sampler: Any) -> None:
+        """Read rows with ``new_sampler`` from now on, instead of this source's sampler (or shuffle/shards).
+
+        As in MindSpore, this changes the dataset in place and returns None:
+        the top sampler is replaced and its child, if any, stays (so on a part
+        made by :meth:`split`, the new sampler samples that part's rows, e.g.
+        ``train.use_sampler(ds.DistributedSampler(2, rank))`` shards it).
+        Call it on the source before building a pipeline on it.
+
+        Raises:
+            TypeError: ``new_sampler`` is None or not a sampler.
+            AttributeError: This dataset is not a source that reads rows by
+                index (a ``map``/``batch``/... node, or a ``GeneratorDataset``
+                over an iterable): call it on the source.
+        """
+        self._source_for_sampler("use_sampler")._install_sampler(new_sampler, replace=True)
+
+    def add_sampler(self, new_sampler: Any) -> None:
+        """Put ``new_sampler`` on top of this source's current order (in place, returns None).
+
+        The rows the current sampler (or ``shuffle``/``num_samples``/shards)
+        picks flow into ``new_sampler``, which samples them as MindSpore's
+        child samplers do: ``MnistDataset(path, shuffle=False).add_sampler(ds.DistributedSampler(2, 0, shuffle=False))``
+        reads every second row.
+
+        Raises:
+            TypeError: ``new_sampler`` is not a sampler.
+            RuntimeError: ``new_sampler`` already has a child, or is a
+                ``PKSampler`` on a ``GeneratorDataset``/``NumpySlicesDataset``.
+            AttributeError: As :meth:`use_sampler`.
+        """
+        self._source_for_sampler("add_sampler")._install_sampler(new_sampler, replace=False)
+
+    def _source_for_sampler(self, method: str) -> Any:
+        from .sources import SourceDataset
+
+        if isinstance(self, SourceDataset) and self.is_mappable():
+            return self
+        raise AttributeError(
+            f"{type(self).__name__}.{method}(): only a source that reads rows by index takes a sampler "
+            f"(MnistDataset, NumpySlicesDataset, a GeneratorDataset over an object with __getitem__); call "
+            f"{method} on that source before map/batch/..., or pass sampler= when creating it."
+        )
+
     # -- introspection ---------------------------------------------------------
 
     def get_dataset_size(self) -> int:
@@ -715,4 +761,3 @@ def zip(datasets: tuple[Dataset, ...]) -> Dataset:  # noqa: A001 - MindSpore's n
         if not isinstance(dataset, Dataset):
             raise TypeError(f"Invalid dataset, expected Dataset object but got {type(dataset)}!")
     return datasets[0].zip(datasets[1:])
-

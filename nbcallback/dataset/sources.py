@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import copy
 import json
-from typing import Any, Iterator, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
 import torch
@@ -21,6 +21,15 @@ from torch.distributed import distributed_c10d
 from ._validate import INT32_MAX, check_bool, check_columns, check_int, type_error
 from .datasets import Dataset
 from .iterators import EpochContext, Row, preserved_rng
+from .samplers import (
+    BuiltinSampler,
+    DistributedSampler,
+    PKSampler,
+    SequentialSampler,
+    SubsetSampler,
+    _seeded_permutation,
+    to_sampler,
+)
 
 __all__ = ["GeneratorDataset", "NumpySlicesDataset", "SourceDataset"]
 
@@ -95,9 +104,60 @@ def _agree_shard_seed(seed: int, description: str) -> int:
     return int(entries[0]["seed"])
 
 
-def _sampler_indices(sampler: Any) -> list[int]:
-    """The row indices a sampler (any iterable of ints) gives for one pass."""
-    return [int(i) for i in sampler]
+_SAMPLER_FIX = (
+    " A sampler decides which rows are read and in which order: pass sampler= alone, or drop it and use "
+    "shuffle / num_samples / num_shards + shard_id."
+)
+
+
+class _SamplerAccess:
+    """What a sampler chain may ask of its source during one pass: the epoch's generator, the epoch, labels."""
+
+    def __init__(self, source: "SourceDataset", ctx: EpochContext | None, epoch: int) -> None:
+        self.source = source
+        self.epoch = epoch
+        self._ctx = ctx
+        self._counting: torch.Generator | None = None
+
+    def generator(self) -> torch.Generator:
+        """The source's generator of this epoch (a private one while counting rows, leaving every RNG alone)."""
+        if self._ctx is not None:
+            return self._ctx.generator(self.source)
+        if self._counting is None:
+            self._counting = torch.Generator()
+        return self._counting
+
+    def labels(self, column: str, base: torch.Tensor | None) -> torch.Tensor:
+        """Class labels (int64) of the dataset rows ``base`` (all rows when None), for :class:`PKSampler`."""
+        labels = self.source._class_labels(column)
+        return labels if base is None else labels[base]
+
+
+class _DefaultOrder(BuiltinSampler):
+    """A source's own order (``shuffle``, ``num_samples``, shards, a ``split``'s rows) as the child of an added sampler."""
+
+    def __init__(self, source: "SourceDataset") -> None:
+        super().__init__(None)
+        self._source = source
+
+    @property
+    def _random(self) -> bool:  # type: ignore[override]
+        return self._source._default_is_random()
+
+    def is_shuffled(self) -> bool:
+        return bool(self._source._shuffle)
+
+    def is_sharded(self) -> bool:
+        return (self._source._num_shards or 1) > 1
+
+    def _own_count(self, rows: int, access: _SamplerAccess, base: torch.Tensor | None) -> int:
+        return self._source._default_count()
+
+    def _own_ids(self, rows: int, access: _SamplerAccess, base: torch.Tensor | None) -> torch.Tensor:
+        return self._source._default_indices(access.generator, access.epoch)
+
+    def __repr__(self) -> str:
+        return f"<the order of {type(self._source).__name__}: shuffle={self._source._shuffle}>"
 
 
 class SourceDataset(Dataset):
@@ -118,8 +178,10 @@ class SourceDataset(Dataset):
             shard ``k`` gets positions ``k, k + num_shards, ...`` of the epoch
             order, so shard sizes differ by at most one). Needs ``shard_id``.
         shard_id: Which shard this dataset reads, in ``[0, num_shards)``.
-        sampler: An iterable of row indices read in that order each epoch
-            (instead of ``shuffle``/sharding), or None.
+        sampler: A sampler (:mod:`nbcallback.dataset.samplers`), or row ids
+            (a list/array: a ``SubsetSampler``; an int ``i``: ``[i]``; any
+            other iterable is iterated each epoch), or None. It replaces
+            ``shuffle``/sharding; giving both raises (see :meth:`_check_sampler_arguments`).
 
     Orders are drawn from a generator the epoch seeds from torch's global
     generator (see :class:`~nbcallback.dataset.iterators.EpochContext`), so
@@ -154,10 +216,20 @@ class SourceDataset(Dataset):
         TypeError: An argument has the wrong type (bools are not ints).
         ValueError: Out-of-range values, or only one of ``num_shards`` /
             ``shard_id`` given.
+        RuntimeError: ``sampler`` with ``shuffle``, sharding or
+            ``num_samples`` (MindSpore's built-in datasets, e.g. MNIST; the
+            Python sources raise ValueError, as MindSpore's do).
 
     Iterating raises RuntimeError under ``torch.distributed`` when the ranks'
-    sharded, shuffled datasets disagree (see above).
+    sharded, shuffled datasets disagree (see above), and when a sampler gives
+    a row id outside the rows.
     """
+
+    #: The error MindSpore raises for ``sampler`` with ``shuffle``/shards/``num_samples``
+    #: (RuntimeError for its built-in datasets, ValueError for the Python sources).
+    _SAMPLER_CONFLICT: type[Exception] = RuntimeError
+    #: Whether :class:`PKSampler` may sample this source (MindSpore: not GeneratorDataset).
+    _PK_SUPPORTED = True
 
     def __init__(
         self,
@@ -168,6 +240,8 @@ class SourceDataset(Dataset):
         sampler: Any = None,
     ) -> None:
         super().__init__()
+        if sampler is not None:
+            self._check_sampler_arguments(sampler, num_samples, shuffle, num_shards, shard_id)
         if num_samples is not None:
             num_samples = check_int(num_samples, "num_samples", 1)
         if shuffle is not None:
@@ -182,11 +256,17 @@ class SourceDataset(Dataset):
         elif shard_id is not None:
             check_int(shard_id, "shard_id", 0)
             raise ValueError("shard_id is specified but num_shards is not.")
+        chain: BuiltinSampler | None = None
+        if sampler is not None:
+            chain = to_sampler(sampler, num_samples)
+            self._check_pk(chain, ValueError)
+            num_samples = None  # a list/iterable sampler took it (MindSpore's SubsetSampler(ids, num_samples))
         self._num_samples = num_samples
         self._shuffle = (sampler is None) if shuffle is None else shuffle
         self._num_shards = num_shards
         self._shard_id = shard_id
-        self._sampler = sampler
+        self._sampler: BuiltinSampler | None = chain
+        self._sampler_seeds_agreed = False
         self._subset: torch.Tensor | None = None
         self._epochs_drawn = 0
         self._columns_cache: dict[str, Any] | None = None
@@ -198,6 +278,102 @@ class SourceDataset(Dataset):
         self._pad_shards = group > 1
         self._shard_seed = int(torch.randint(0, 2**62, (1,)).item()) if num_shards and self._shuffle else 0
         self._seed_agreed = not (group > 1 and self._shuffle)
+
+    def _check_sampler_arguments(
+        self, sampler: Any, num_samples: Any, shuffle: Any, num_shards: Any, shard_id: Any
+    ) -> None:
+        """Refuse ``sampler`` together with ``shuffle``, sharding or ``num_samples``, with MindSpore's words.
+
+        Built-in datasets (MNIST) raise RuntimeError for any of the three, as
+        MindSpore's ``check_sampler_shuffle_shard_options``; the Python sources
+        (``_SAMPLER_CONFLICT = ValueError``) raise MindSpore's "Conflicting
+        arguments" ValueError for a sampler object, and accept ``num_samples``
+        with a list/iterable of ids (it caps them).
+        """
+        error = self._SAMPLER_CONFLICT
+        if error is ValueError and isinstance(sampler, BuiltinSampler):
+            if any(arg is not None for arg in (num_shards, shard_id, shuffle, num_samples)):
+                raise ValueError(
+                    f"Conflicting arguments during sampler assignments. num_samples: {num_samples}, "
+                    f"num_shards: {num_shards}, shard_id: {shard_id}, shuffle: {shuffle}.{_SAMPLER_FIX}"
+                )
+        if shuffle is not None:
+            raise error(f"sampler and shuffle cannot be specified at the same time.{_SAMPLER_FIX}")
+        if num_shards is not None or shard_id is not None:
+            raise error(f"sampler and sharding cannot be specified at the same time.{_SAMPLER_FIX}")
+        if num_samples is not None and error is RuntimeError:
+            raise error(f"sampler and num_samples cannot be specified at the same time.{_SAMPLER_FIX}")
+
+    def _check_pk(self, chain: BuiltinSampler, error: type[Exception]) -> None:
+        if not self._PK_SUPPORTED and any(isinstance(s, PKSampler) for s in chain._chain()):
+            raise error(
+                f"{type(self).__name__} doesn't support PKSampler. Group rows by class yourself (e.g. a "
+                f"SubsetRandomSampler over each class's ids), or use MnistDataset."
+            )
+
+    # -- samplers ---------------------------------------------------------------------
+
+    def _install_sampler(self, new_sampler: Any, replace: bool) -> None:
+        """``use_sampler`` (``replace``: instead of the top sampler) / ``add_sampler`` (on top of the current order)."""
+        if new_sampler is None:
+            raise TypeError("Input sampler can not be None. Pass a sampler, e.g. ds.SequentialSampler().")
+        if not isinstance(new_sampler, BuiltinSampler):
+            raise TypeError(
+                f"Input sampler is not an instance of a sampler: got {type(new_sampler).__name__}. Pass one of "
+                f"mindspore.dataset's samplers (e.g. ds.DistributedSampler(2, 0)); a list of row ids goes to "
+                f"the source's sampler= argument."
+            )
+        self._check_pk(new_sampler, RuntimeError)
+        if replace:
+            below = self._sampler.child_sampler if self._sampler is not None else None
+            if self._sampler is None and self._subset is not None:
+                below = _DefaultOrder(self)  # a split's rows stay, as MindSpore's split samplers do
+        else:
+            below = self._sampler if self._sampler is not None else _DefaultOrder(self)
+        if below is not None:
+            new_sampler.add_child(below)
+        self._sampler = new_sampler
+        self._sampler_seeds_agreed = False
+        self._size = None
+        self._plan = None
+        self._fast_checked = False
+
+    def _sampler_ids(self, ctx: EpochContext | None, epoch: int) -> torch.Tensor:
+        assert self._sampler is not None
+        if ctx is not None and not self._sampler_seeds_agreed:
+            self._agree_sampler_seeds()
+        rows = self._source_rows()
+        ids = self._sampler._ids(rows, _SamplerAccess(self, ctx, epoch))
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= rows):
+            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+            raise RuntimeError(
+                f"Sample ID ({bad}) is out of bound, expected range [0, {rows - 1}]: the sampler "
+                f"{self._sampler!r} of {type(self).__name__} gave it. A sampler must give ids of rows that exist."
+            )
+        return ids
+
+    def _agree_sampler_seeds(self) -> None:
+        """Under ``torch.distributed``, take rank 0's seed for every shuffled DistributedSampler (as for ``num_shards``)."""
+        assert self._sampler is not None
+        self._sampler_seeds_agreed = True
+        if _process_group_size() <= 1:
+            return
+        for k, sampler in enumerate(self._sampler._chain()):
+            if isinstance(sampler, DistributedSampler) and sampler.shuffle:
+                sampler.seed = _agree_shard_seed(sampler.seed, f"{self._description()}, sampler {k}: {sampler!r}")
+
+    def _class_labels(self, column: str) -> torch.Tensor:
+        """The class of every row (int64), for :class:`PKSampler`: ``column`` if the source has it, else ``label``."""
+        names = self._source_col_names()
+        name = column if column in names else "label"
+        if name not in names or not self.is_column_source():
+            raise RuntimeError(
+                f"PKSampler: {type(self).__name__} has no class column {column!r} (columns {names}); name the "
+                f"column holding the class with PKSampler(class_column=...)."
+            )
+        values = self.columns()[name]
+        array = values.numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+        return torch.from_numpy(np.asarray(array).astype(np.int64).reshape(len(array)))
 
     def _default_shard(self) -> tuple[int | None, int | None]:
         """``(num_shards, shard_id)`` to use when neither was given.
@@ -253,14 +429,22 @@ class SourceDataset(Dataset):
         return self._source_col_names()
 
     def _needs_generator(self) -> bool:
-        return self._shuffle and self._num_shards is None and self._sampler is None
+        if self._sampler is None:
+            return self._default_is_random()
+        return any(s._random for s in self._sampler._chain())
+
+    def _default_is_random(self) -> bool:
+        return bool(self._shuffle) and self._num_shards is None
 
     def _base_rows(self) -> int:
-        if self._sampler is not None:
-            return len(_sampler_indices(self._sampler))
         return self._source_rows() if self._subset is None else len(self._subset)
 
     def _count_rows(self) -> int:
+        if self._sampler is not None:
+            return self._sampler._count(self._source_rows(), _SamplerAccess(self, None, self._epochs_drawn))
+        return self._default_count()
+
+    def _default_count(self) -> int:
         rows = self._base_rows()
         if self._num_shards is not None:
             assert self._shard_id is not None
@@ -274,25 +458,24 @@ class SourceDataset(Dataset):
 
     def _epoch_indices(self, ctx: EpochContext) -> torch.Tensor:
         """Row indices of the next pass, after sampling, shuffling, sharding and ``num_samples``."""
-        if self._sampler is not None:
-            order = torch.tensor(_sampler_indices(self._sampler), dtype=torch.int64)
-            if self._subset is not None:  # a split of a sampled dataset: positions in the sampler's order
-                order = order[self._subset]
-            return order[: self._num_samples] if self._num_samples is not None else order
-        rows = self._base_rows()
         epoch = self._epochs_drawn
         self._epochs_drawn += 1
+        if self._sampler is not None:
+            return self._sampler_ids(ctx, epoch).contiguous()
+        return self._default_indices(lambda: ctx.generator(self), epoch)
+
+    def _default_indices(self, generator: Callable[[], torch.Generator], epoch: int) -> torch.Tensor:
+        """The source's own order for pass ``epoch`` (no sampler): ``shuffle``, shards, ``num_samples``, a split's rows."""
+        rows = self._base_rows()
         if not self._shuffle:
             order = torch.arange(rows)
         elif self._num_shards is None:
-            order = torch.randperm(rows, generator=ctx.generator(self))
+            order = torch.randperm(rows, generator=generator())
         else:
             if not self._seed_agreed:
                 self._shard_seed = _agree_shard_seed(self._shard_seed, self._description())
                 self._seed_agreed = True
-            generator = torch.Generator()
-            generator.manual_seed((self._shard_seed * 0x9E3779B97F4A7C15 + epoch) & _MASK64)
-            order = torch.randperm(rows, generator=generator)
+            order = _seeded_permutation(self._shard_seed, epoch, rows)  # as a shuffled DistributedSampler's
         if self._subset is not None:
             order = self._subset[order]
         if self._num_shards is not None:
@@ -309,6 +492,7 @@ class SourceDataset(Dataset):
         return (
             f"{type(self).__name__} of {self._base_rows()} rows, columns {self._source_col_names()}, "
             f"num_shards={self._num_shards}, num_samples={self._num_samples}"
+            + (f", sampler {self._sampler!r}" if self._sampler is not None else "")
         )
 
     def _rows(self, ctx: EpochContext) -> Iterator[Row]:
@@ -322,7 +506,15 @@ class SourceDataset(Dataset):
     def _with_subset(self, subset: torch.Tensor) -> "SourceDataset":
         """A copy reading only the rows ``subset`` (for ``split``); loaded columns are shared."""
         part = copy.copy(self)
-        part._subset = subset
+        if self._sampler is not None:  # MindSpore's structure: SequentialSampler() over the part's positions
+            positions = SubsetSampler(subset.tolist())
+            positions.add_child(self._sampler)
+            top = SequentialSampler()
+            top.add_child(positions)
+            part._sampler = top
+            part._sampler_seeds_agreed = False
+        else:
+            part._subset = subset
         part._plan = None
         part._fast_checked = False
         part._size = None
@@ -410,7 +602,9 @@ class GeneratorDataset(SourceDataset):
         num_parallel_workers: Accepted and ignored: rows are read in the
             calling thread.
         shuffle: Random order (random-access sources only); default True.
-        sampler: An iterable of indices (random-access sources only).
+        sampler: A sampler (not :class:`~nbcallback.dataset.samplers.PKSampler`)
+            or an iterable of row ids (random-access sources only; see
+            :class:`SourceDataset`).
         num_shards: Number of shards (random-access sources only).
         shard_id: This dataset's shard.
         python_multiprocessing: Accepted and ignored.
@@ -421,9 +615,14 @@ class GeneratorDataset(SourceDataset):
             or an argument has the wrong type.
         ValueError: No ``column_names``; ``sampler``/``num_shards`` with a
             source that is not random-access; ``sampler`` with ``shuffle``
-            or shards; only one of ``num_shards``/``shard_id``.
+            or shards (a sampler object also with ``num_samples``: MindSpore's
+            "Conflicting arguments during sampler assignments"); a
+            ``PKSampler``; only one of ``num_shards``/``shard_id``.
         RuntimeError: A random-access source without ``__len__``.
     """
+
+    _SAMPLER_CONFLICT = ValueError  # MindSpore's Python sources raise ValueError
+    _PK_SUPPORTED = False
 
     def __init__(
         self,
@@ -474,13 +673,11 @@ class GeneratorDataset(SourceDataset):
                 raise ValueError("sampler is not supported if source does not have attribute '__getitem__'.")
             if num_shards is not None:
                 raise ValueError("num_shards is not supported if source does not have attribute '__getitem__'.")
-        if sampler is not None:
-            if shuffle is not None:
-                raise ValueError("sampler and shuffle cannot be specified at the same time.")
-            if num_shards is not None:
-                raise ValueError("sampler and sharding cannot be specified at the same time.")
-            if not _is_iterable(sampler):
-                raise TypeError("sampler should be either iterable or from mindspore.dataset.samplers.")
+        if sampler is not None and not isinstance(sampler, BuiltinSampler) and not _is_iterable(sampler):
+            raise TypeError(
+                "sampler should be either iterable or from mindspore.dataset.samplers. Pass e.g. "
+                "ds.SequentialSampler() or a list of row ids."
+            )
         if random_access and not hasattr(source, "__len__"):
             raise RuntimeError("Attempt to construct a random access dataset, '__len__' method is required!")
         self._random_access = random_access
@@ -641,7 +838,9 @@ class NumpySlicesDataset(SourceDataset):
         num_samples: Cap on rows per epoch.
         num_parallel_workers: Accepted and ignored.
         shuffle: Random order each epoch; default True.
-        sampler: An iterable of row indices, or None.
+        sampler: A sampler (not :class:`~nbcallback.dataset.samplers.PKSampler`),
+            row ids, or None (see :class:`SourceDataset`). With ``shuffle``
+            or shards it raises ValueError, as in MindSpore.
         num_shards: Number of shards (see :class:`SourceDataset`).
         shard_id: This dataset's shard.
 
@@ -650,6 +849,9 @@ class NumpySlicesDataset(SourceDataset):
         ValueError: Empty data, columns of different lengths, or a wrong
             number of ``column_names``.
     """
+
+    _SAMPLER_CONFLICT = ValueError  # MindSpore's Python sources raise ValueError
+    _PK_SUPPORTED = False
 
     def __init__(
         self,
