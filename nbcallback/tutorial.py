@@ -1,7 +1,10 @@
-"""The tutorial's pipeline and network, for scripts that run it (the CLI, the DDP example, benchmarks).
+"""The tutorial's pipeline and network, and the helpers the notebooks share, in one place.
 
-The notebooks spell these out cell by cell, as the tutorial does; programs
-import them from here so there is one definition.
+Notebook 1 spells ``datapipe`` and ``Network`` out cell by cell, as MindSpore's tutorial does;
+notebooks 2-4 import them from here with ``new_trainer`` (a fresh seeded network per section),
+``mnist_slices`` (the small datasets that keep each demonstration to seconds) and ``tree`` (a folder
+listing like the tutorial's). Programs (the CLI, the DDP example, benchmarks) import them too, so
+there is one definition.
 """
 from __future__ import annotations
 
@@ -12,8 +15,9 @@ import torch
 from torch import nn
 
 from nbcallback.dataset import MnistDataset, transforms, vision
+from nbcallback.train import Model
 
-__all__ = ["datapipe", "Network", "MNIST_MEAN", "MNIST_STD"]
+__all__ = ["datapipe", "Network", "new_trainer", "mnist_slices", "tree", "MNIST_MEAN", "MNIST_STD"]
 
 MNIST_MEAN = 0.1307
 MNIST_STD = 0.3081
@@ -62,3 +66,41 @@ class Network(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dense_relu_sequential(self.flatten(x))
+
+
+def new_trainer(lr: float = 1e-2, seed: int = 0) -> Model:
+    """A fresh :class:`Network` with SGD at ``lr`` in a :class:`~nbcallback.train.Model`.
+
+    The weights come from ``torch.manual_seed(seed)``, so every section of a notebook that calls
+    it starts from the same network. The metrics are ``{"accuracy", "loss"}``.
+    """
+    torch.manual_seed(seed)
+    network = Network()
+    optimizer = torch.optim.SGD(network.parameters(), lr)
+    return Model(network, nn.CrossEntropyLoss(), optimizer, metrics={"accuracy", "loss"})
+
+
+def mnist_slices(
+    path: str | os.PathLike[str],
+    batch_size: int = 64,
+    *,
+    train_samples: int = 12000,
+    test_samples: int = 2000,
+) -> tuple[MnistDataset, MnistDataset]:
+    """``(train, test)``: ``train_samples`` random training images (a new slice each epoch) and the
+    first ``test_samples`` test images (always the same ones), batched by ``batch_size``.
+
+    ``path`` is the ``MNIST_Data`` folder (holding ``train`` and ``test``).
+    """
+    root = os.fspath(path)
+    train = datapipe(os.path.join(root, "train"), batch_size, num_samples=train_samples)
+    test = datapipe(os.path.join(root, "test"), batch_size, num_samples=test_samples, shuffle=False)
+    return train, test
+
+
+def tree(folder: str | os.PathLike[str]) -> None:
+    """Print ``folder`` and its sorted file names like the tutorial's directory listings."""
+    print(os.fspath(folder))
+    names = sorted(os.listdir(folder))
+    for i, name in enumerate(names):
+        print(("└── " if i == len(names) - 1 else "├── ") + name)
