@@ -12,7 +12,9 @@ Laid out as MindSpore's documentation is:
 * samplers (:mod:`.samplers`): ``SequentialSampler``, ``RandomSampler``,
   ``DistributedSampler``, ... given to a source's ``sampler=`` or to
   ``use_sampler``/``add_sampler``;
-* iterators (:mod:`.iterators`) and :mod:`.config` (``set_seed``, ...).
+* iterators (:mod:`.iterators`) and :mod:`.config` (``set_seed``, ...);
+* :class:`DSCallback` / :class:`WaitedDSCallback` (:mod:`.callbacks`), given
+  to ``map(..., callbacks=...)``, and ``sync_wait``/``sync_update``.
 
 The tutorial's pipeline::
 
@@ -35,6 +37,7 @@ Everything runs in the calling thread.
 from __future__ import annotations
 
 from . import config, transforms, vision
+from .callbacks import DSCallback, WaitedDSCallback
 from .datasets import Dataset, zip
 from .download import DEFAULT_URLS, URL_ENV, DownloadError, download_mnist
 from .idx import IdxError, read_idx
@@ -69,6 +72,7 @@ __all__ = [
     "SubsetRandomSampler",
     "SubsetSampler",
     "WeightedRandomSampler",
+    "DSCallback",
     "Dataset",
     "DatasetIterator",
     "GeneratorDataset",
@@ -77,6 +81,7 @@ __all__ = [
     "IdxError",
     "MnistDataset",
     "SourceDataset",
+    "WaitedDSCallback",
     "config",
     "download_mnist",
     "read_idx",

@@ -39,6 +39,7 @@ import numpy as np
 
 from . import _fast_path
 from ._validate import INT32_MAX, check_bool, check_columns, check_int, type_error
+from .callbacks import CallbackRun, WaitedDSCallback, check_callbacks, pipeline_callbacks
 from .iterators import DatasetIterator, EpochContext, Row, finish, preserved_rng, to_numpy
 from .transforms import Compose, TensorOperation
 
@@ -49,7 +50,7 @@ Operation = Callable[..., Any]
 # ``map``/``batch`` keyword arguments of MindSpore that only tune its worker
 # pools: accepted and ignored here (everything runs in the calling thread).
 _IGNORED_MAP_KWARGS = frozenset({"python_multiprocessing", "max_rowsize"})
-_UNSUPPORTED_MAP_KWARGS = frozenset({"cache", "callbacks", "offload"})
+_UNSUPPORTED_MAP_KWARGS = frozenset({"cache", "offload"})
 _BATCH_KWARGS = frozenset({"per_batch_map", "input_columns", "output_columns", "python_multiprocessing", "max_rowsize"})
 
 
@@ -60,8 +61,6 @@ _NOT_PROVIDED = MappingProxyType(
         "to_device": "there is no device queue; Model moves each batch to the network's device",
         "device_que": "there is no device queue; Model moves each batch to the network's device",
         "send": "there is no device queue; Model moves each batch to the network's device",
-        "sync_wait": "pipelines run in the calling thread, so there is nothing to synchronise",
-        "sync_update": "pipelines run in the calling thread, so there is nothing to synchronise",
         "bucket_batch_by_length": "use padded_batch, or batch with per_batch_map",
         "build_vocab": "the text API (mindspore.dataset.text) is not provided",
         "build_sentencepiece_vocab": "the text API (mindspore.dataset.text) is not provided",
@@ -183,9 +182,12 @@ class Dataset:
                 the input column names (transform in place).
             column_order: Removed in MindSpore 2.x; passing it raises ValueError.
             num_parallel_workers: Accepted and ignored (one thread).
-            **kwargs: ``python_multiprocessing`` and ``max_rowsize`` are
-                accepted and ignored; ``cache``, ``callbacks`` and ``offload``
-                raise NotImplementedError.
+            **kwargs: ``callbacks``: a :class:`~nbcallback.dataset.DSCallback`
+                or a list of them, called as rows pass through this map (see
+                :mod:`nbcallback.dataset.callbacks`; such a map, and the
+                pipeline above it, runs row by row). ``python_multiprocessing``
+                and ``max_rowsize`` are accepted and ignored; ``cache`` and
+                ``offload`` raise NotImplementedError.
 
         Returns:
             The new dataset; ``self`` is unchanged.
@@ -193,8 +195,9 @@ class Dataset:
         Raises:
             ValueError: ``column_order`` given, unknown input column, empty
                 operation list, or output names clashing with other columns.
-            TypeError: An operation is not callable or a column argument has
-                the wrong type.
+            TypeError: An operation is not callable, a column argument has
+                the wrong type, or ``callbacks`` is neither a DSCallback nor a
+                list of them.
         """
         from .operations import MapDataset, MapStage, map_layout
 
@@ -203,6 +206,7 @@ class Dataset:
                 "The parameter 'column_order' had been deleted in map operation. Please use '.project' "
                 "operation instead: dataset.map(ops, input_columns, output_columns).project(column_order)."
             )
+        callbacks = check_callbacks(kwargs.pop("callbacks", None))
         _check_kwargs("map", kwargs, _IGNORED_MAP_KWARGS, _UNSUPPORTED_MAP_KWARGS)
         _check_workers(num_parallel_workers)
         ops = _expand(operations)
@@ -222,7 +226,7 @@ class Dataset:
         if all(isinstance(op, TensorOperation) for op in ops) and len(outputs) != 1:
             raise ValueError(f"Built-in operations produce one column, but output_columns names {len(outputs)}: {outputs}.")
         names_after = map_layout(names, inputs, outputs)
-        return MapDataset(self, MapStage(tuple(ops), tuple(inputs), tuple(outputs)), names_after)
+        return MapDataset(self, MapStage(tuple(ops), tuple(inputs), tuple(outputs)), names_after, callbacks)
 
     def batch(
         self,
@@ -511,6 +515,90 @@ class Dataset:
 
         return split(self, sizes, randomize)
 
+    def sync_wait(self, condition_name: str, num_batch: int = 1, callback: Callable[[Any], Any] | None = None) -> "Dataset":
+        """Let rows pass only as :meth:`sync_update` releases them; returns a new dataset.
+
+        At the start of each epoch ``num_batch`` batches pass (rows, times the
+        size of each ``batch`` built on top, as in MindSpore); then each
+        ``sync_update(condition_name)`` releases ``num_batch`` more and calls
+        ``callback(data)``. Use it to change a transform's parameters from the
+        training loop before the next batch is made.
+
+        Where nbcallback differs: the pipeline runs in the thread that iterates
+        it, which is also the thread that calls ``sync_update``. A row asked for
+        before ``sync_update`` released it would wait forever, so instead of
+        MindSpore's wait of ``config.get_callback_timeout()`` seconds the
+        condition is disabled at once with a RuntimeWarning (MindSpore disables
+        it too, after the timeout) and the rows flow freely from then on.
+
+        Args:
+            condition_name: The name :meth:`sync_update` uses; unique in the pipeline.
+            num_batch: Batches released at the start of each epoch and by each
+                ``sync_update`` without ``num_batch``.
+            callback: Called with ``sync_update``'s ``data``.
+
+        Raises:
+            TypeError: ``condition_name`` is not a str, ``num_batch`` not an int.
+            ValueError: ``num_batch`` is not positive.
+            RuntimeError: ``condition_name`` is already used by a ``sync_wait``
+                below; a ``shuffle`` is later added on top (no shuffle after sync).
+        """
+        from .operations import SyncWaitDataset
+
+        if not isinstance(condition_name, str):
+            raise type_error("condition_name", condition_name, (str,))
+        if isinstance(num_batch, (bool, np.bool_)) or not isinstance(num_batch, numbers.Integral):
+            raise type_error("num_batch", num_batch, (int,))
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback should be a callable or None, but got {type(callback)}.")
+        return SyncWaitDataset(self, condition_name, int(num_batch), callback)
+
+    def sync_update(self, condition_name: str, num_batch: int | None = None, data: Any = None) -> None:
+        """Release ``num_batch`` batches of the ``sync_wait`` named ``condition_name`` and call its callback.
+
+        Call it on the dataset you iterate, after taking a batch.
+
+        Args:
+            condition_name: The name given to :meth:`sync_wait`.
+            num_batch: Batches to release (times this dataset's batch size);
+                None: the ``num_batch`` given to ``sync_wait``.
+            data: Passed to the ``sync_wait``'s callback.
+
+        Raises:
+            RuntimeError: ``num_batch`` is not a positive int, or no
+                ``sync_wait`` below has that name (both disable the pipeline's
+                sync_wait first, as in MindSpore).
+            TypeError: ``condition_name`` is not a str.
+        """
+        from .operations import sync_notifiers
+
+        if (
+            isinstance(num_batch, (bool, np.bool_))
+            or (num_batch is not None and not isinstance(num_batch, numbers.Integral))
+            or (num_batch is not None and num_batch <= 0)
+        ):
+            self.disable_sync()
+            raise RuntimeError(f"Sync_update batch size can only be positive integer, got: {num_batch}.")
+        if not isinstance(condition_name, str):
+            raise type_error("condition_name", condition_name, (str,))
+        notifiers = sync_notifiers(self)
+        if condition_name not in notifiers:
+            self.disable_sync()
+            raise RuntimeError(
+                f"Condition name not found: {condition_name!r}; the sync_wait conditions of this pipeline are "
+                f"{sorted(notifiers)}. Call sync_update on the dataset you iterate, with a sync_wait's name."
+            )
+        pass_rows = None if num_batch is None else int(num_batch) * self.get_batch_size()
+        notifiers[condition_name].release(pass_rows, data)
+
+    def disable_sync(self) -> None:
+        """Let rows pass freely through the nearest ``sync_wait`` below (MindSpore's ``disable_sync``)."""
+        from .operations import sync_notifiers
+
+        for pair in sync_notifiers(self).values():
+            pair.disabled = True
+            return
+
     # -- samplers (MindSpore's MappableDataset methods) ---------------------------
 
     def use_sampler(self, new_sampler: Any) -> None:
@@ -642,12 +730,23 @@ class Dataset:
 
     # -- iteration -------------------------------------------------------------
 
-    def _epoch(self, columns: Sequence[str] | None, output_numpy: bool, do_copy: bool, as_dict: bool) -> Iterator[Any]:
+    def _epoch(
+        self, columns: Sequence[str] | None, output_numpy: bool, do_copy: bool, as_dict: bool, owner: Any = None
+    ) -> Iterator[Any]:
         ctx = EpochContext(self, self._epochs_run)
         ctx.do_copy = do_copy
         self._epochs_run += 1
         names = self.get_col_names()
         selected = list(columns) if columns is not None else names
+        dataset_callbacks = pipeline_callbacks(self)
+        if dataset_callbacks:  # one run per iterator (``owner``), else per dataset object (see .callbacks)
+            holder = self if owner is None else owner
+            run = holder.__dict__.get("_ds_callbacks") or CallbackRun()
+            holder.__dict__["_ds_callbacks"] = run
+            run.start_epoch([cb for cb in dataset_callbacks if isinstance(cb, WaitedDSCallback)])
+            ctx.ds_callbacks = run
+            stream = finish(self._rows(ctx), [names.index(c) for c in selected], selected, output_numpy, as_dict)
+            return run.epoch_rows(stream)
         plan = _fast_path.plan_for(self)
         if plan is not None:
             return plan.epoch(ctx, selected, output_numpy, as_dict)
@@ -761,3 +860,4 @@ def zip(datasets: tuple[Dataset, ...]) -> Dataset:  # noqa: A001 - MindSpore's n
         if not isinstance(dataset, Dataset):
             raise TypeError(f"Invalid dataset, expected Dataset object but got {type(dataset)}!")
     return datasets[0].zip(datasets[1:])
+

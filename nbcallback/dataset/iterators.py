@@ -117,6 +117,7 @@ class EpochContext:
     def __init__(self, dataset: "Dataset", epoch: int = 0) -> None:
         self.epoch = epoch
         self.do_copy = True  # unbatched rows from cached columns: copies (True) or views
+        self.ds_callbacks: Any = None  # the run of the dataset callbacks (callbacks.CallbackRun) when iterating
         self._generators: dict[int, torch.Generator] = {}
         stack_: list[Dataset] = [dataset]
         seen: set[int] = set()
@@ -185,6 +186,7 @@ class DatasetIterator:
         self._as_dict = as_dict
         self._epochs_started = 0
         self._current: Iterator[Any] | None = None
+        self._ds_callbacks: Any = None  # this iterator's run of dataset callbacks (one per iterator, as MindSpore)
 
     def _start(self) -> Iterator[Any]:
         if self._num_epochs != -1 and self._epochs_started >= self._num_epochs:
@@ -193,7 +195,7 @@ class DatasetIterator:
                 f"iterator, or pass num_epochs=-1 for no limit."
             )
         self._epochs_started += 1
-        stream = self._dataset._epoch(self._columns, self._output_numpy, self._do_copy, self._as_dict)
+        stream = self._dataset._epoch(self._columns, self._output_numpy, self._do_copy, self._as_dict, self)
         self._current = self._track(stream)
         return self._current
 

@@ -17,6 +17,7 @@ fast path must reproduce exactly.
 :class:`ConcatDataset`          ``concat`` / ``+``
 :class:`ZipDataset`             ``zip``
 :class:`FilterDataset`          ``filter``
+:class:`SyncWaitDataset`        ``sync_wait`` / ``sync_update``
 :func:`split`                   ``split``
 ==============================  ==========================================
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar, Union
 
@@ -46,6 +48,7 @@ __all__ = [
     "RepeatDataset",
     "ShuffleDataset",
     "SkipDataset",
+    "SyncWaitDataset",
     "TakeDataset",
     "ZipDataset",
     "buffer_shuffle",
@@ -122,12 +125,17 @@ def _picks(before: Sequence[str], inputs: Sequence[str], after: Sequence[str], o
 
 
 class MapDataset(Dataset):
-    """The result of :meth:`Dataset.map`."""
+    """The result of :meth:`Dataset.map` (``callbacks``: its dataset callbacks, see :mod:`.callbacks`)."""
 
-    def __init__(self, parent: Dataset, stage: MapStage, names: list[str]) -> None:
+    def __init__(self, parent: Dataset, stage: MapStage, names: list[str], callbacks: Sequence[Any] = ()) -> None:
         super().__init__([parent])
         self._stage = stage
         self._names = names
+        self._callbacks = tuple(callbacks)
+        if self._callbacks:
+            # The whole-column fast path would run the ops once, not row by row: a map with
+            # callbacks (and every node above it) takes the row path, which calls the hooks.
+            self._fast_checked = True
 
     def _col_names(self) -> list[str]:
         return self._names
@@ -141,9 +149,14 @@ class MapDataset(Dataset):
         where = [before.index(n) for n in self._stage.input_columns]
         stage = self._stage
         if len(stage.operations) == 1 and len(where) == 1 and len(stage.output_columns) == 1:
-            return self._one_column(parent._stream(ctx), where[0])  # the common case, kept lean
-        picks = _picks(before, stage.input_columns, self._names, stage.output_columns)
-        return self._general(parent._stream(ctx), where, picks)
+            j = where[0]
+            body: Callable[[Iterator[Row]], Iterator[Row]] = lambda stream: self._one_column(stream, j)  # noqa: E731
+        else:
+            picks = _picks(before, stage.input_columns, self._names, stage.output_columns)
+            body = lambda stream: self._general(stream, where, picks)  # noqa: E731
+        if self._callbacks and ctx.ds_callbacks is not None:
+            return ctx.ds_callbacks.map_rows(self, self._callbacks, body, parent._stream(ctx))
+        return body(parent._stream(ctx))
 
     def _general(self, stream: Iterator[Row], where: list[int], picks: list[int]) -> Iterator[Row]:
         run = self._stage.run
@@ -258,6 +271,10 @@ class BatchDataset(Dataset):
         super().__init__([parent])
         self._stage = stage
         self._names = names
+        if isinstance(stage.batch_size, int):  # as MindSpore: a sync_wait below releases whole batches
+            for node in _below(parent):
+                if isinstance(node, SyncWaitDataset):
+                    node._pair.scale(stage.batch_size)
 
     def _col_names(self) -> list[str]:
         return self._names
@@ -357,6 +374,11 @@ class ShuffleDataset(Dataset):
     """The result of :meth:`Dataset.shuffle` (``seed``: a fixed order every epoch, for ``split``)."""
 
     def __init__(self, parent: Dataset, buffer_size: int, seed: int | None = None) -> None:
+        if any(isinstance(node, SyncWaitDataset) for node in _below(parent)):
+            raise RuntimeError(
+                "No shuffle after sync operators. A shuffle reads rows ahead, past the rows a sync_wait "
+                "releases: shuffle before sync_wait."
+            )
         super().__init__([parent])
         self._buffer_size = buffer_size
         self._seed = seed
@@ -576,6 +598,111 @@ class FilterDataset(Dataset):
         for row in self._inputs[0]._stream(ctx):
             if bool(np.all(predicate(*[to_numpy(row[i]) for i in where]))):
                 yield row
+
+
+# --------------------------------------------------------------------------- sync_wait
+
+
+def _below(dataset: Dataset) -> Iterator[Dataset]:
+    """``dataset`` and every node under it."""
+    stack_ = [dataset]
+    while stack_:
+        node = stack_.pop()
+        yield node
+        stack_.extend(node._inputs)
+
+
+class ReleasePair:
+    """The condition of one ``sync_wait`` (MindSpore's ``BlockReleasePair``), without a thread.
+
+    ``row_count`` starts at minus the rows released at the start of an epoch;
+    each row passing adds one, each ``sync_update`` subtracts the rows it
+    releases. A row asked for while ``row_count >= 0`` would wait: in MindSpore
+    until ``sync_update`` (from the training thread) or ``callback_timeout``
+    seconds, then the condition is disabled with a warning. nbcallback's
+    pipeline runs in the thread that calls ``sync_update``, so nothing could end
+    the wait: the warning comes and the condition is disabled at once.
+    """
+
+    def __init__(self, condition_name: str, num_batch: int, callback: Callable[[Any], Any] | None) -> None:
+        self.condition_name = condition_name
+        self.default_rows = num_batch
+        self.row_count = -num_batch
+        self.callback = callback
+        self.disabled = False
+        self.epoch: EpochContext | None = None
+
+    def scale(self, batch_size: int) -> None:
+        """A ``batch`` above: release whole batches of rows (MindSpore's ``update_batched_size``)."""
+        self.row_count *= batch_size
+        self.default_rows *= batch_size
+
+    def start(self, ctx: EpochContext) -> None:
+        """At an epoch's first rows: release ``num_batch`` batches again."""
+        if self.epoch is not ctx:
+            self.epoch = ctx
+            self.row_count = -self.default_rows
+
+    def block(self) -> None:
+        """Let one row through (disabling the condition, with a warning, where it would wait)."""
+        if self.row_count >= 0 and not self.disabled:
+            warnings.warn(
+                f"sync_wait({self.condition_name!r}): the pipeline was asked for more rows than sync_update "
+                f"released. It runs in the thread that would call dataset.sync_update(condition_name="
+                f"{self.condition_name!r}), so waiting could never end (MindSpore waits "
+                f"config.get_callback_timeout() seconds); now disabling this sync_wait. Call sync_update "
+                f"after each batch you take from the iterator.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.disabled = True
+        self.row_count += 1
+
+    def release(self, pass_rows: int | None = None, data: Any = None) -> None:
+        """``sync_update``: release ``pass_rows`` rows (default: ``num_batch`` batches) and call the callback."""
+        self.row_count -= self.default_rows if pass_rows is None else pass_rows
+        if self.callback is not None:
+            self.callback(data)
+
+
+class SyncWaitDataset(Dataset):
+    """The result of :meth:`Dataset.sync_wait`: rows pass as ``sync_update`` releases them."""
+
+    def __init__(self, parent: Dataset, condition_name: str, num_batch: int, callback: Callable[[Any], Any] | None) -> None:
+        if num_batch <= 0:
+            raise ValueError("num_batch need to be greater than 0.")
+        if condition_name in sync_notifiers(parent):
+            raise RuntimeError(
+                f"Condition name is already in use: {condition_name!r} names another sync_wait of this pipeline; "
+                f"give each sync_wait its own condition_name."
+            )
+        super().__init__([parent])
+        self._pair = ReleasePair(condition_name, num_batch, callback)
+        self._fast_checked = True  # rows pass one by one (no whole-column fast path)
+
+    def _col_names(self) -> list[str]:
+        return self._inputs[0].get_col_names()
+
+    def _count_rows(self) -> int:
+        return self._inputs[0]._rows_per_epoch()
+
+    def _rows(self, ctx: EpochContext) -> Iterator[Row]:
+        pair = self._pair
+        pair.start(ctx)
+        for row in self._inputs[0]._stream(ctx):
+            pair.block()
+            yield row
+
+
+def sync_notifiers(dataset: Dataset) -> dict[str, ReleasePair]:
+    """The ``sync_wait`` conditions ``sync_update`` on ``dataset`` reaches (down each node's first input, as MindSpore)."""
+    found: dict[str, ReleasePair] = {}
+    node: Dataset | None = dataset
+    while node is not None:
+        if isinstance(node, SyncWaitDataset):
+            found.setdefault(node._pair.condition_name, node._pair)
+        node = node._inputs[0] if node._inputs else None
+    return found
 
 
 # --------------------------------------------------------------------------- split
