@@ -35,6 +35,14 @@ def _start_mirror() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A notebook's cells share one kernel and run in order: under pytest-xdist they go to one worker."""
+    for item in items:
+        if item.path.suffix == ".ipynb" and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(f"notebook {item.path.parent.name}/{item.path.name}"))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # A mirror or data folder chosen by the caller (the Binder replay, a classroom

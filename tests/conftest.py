@@ -9,13 +9,24 @@
   for subprocesses and kernels), so whatever a test writes to the default
   places (``~/.cache/nbcallback``: MNIST, the runs' checkpoints) lands there,
   never in the checkout or the user's cache.
+* Parallel runs (pytest-xdist; pyproject's ``addopts`` asks for ``-n auto --dist loadgroup``): the tests that
+  share a session-wide build run on one worker (:data:`GROUPS`), the others with their module's tests, the
+  longest groups start first (:data:`FIRST`), ``auto`` counts the CPUs this process may use
+  (its affinity and its cgroup's quota), and what the suites print at the end (reliability seeds, browser
+  notes, replay timings) is sent from the workers and printed once. ``-n 0`` runs everything in one process.
+* The ten notebooks run once: when the Binder replay (which runs every notebook under nbval, the same options,
+  through ``binder/start``) is part of the run, the main suite's own nbval items of those notebooks are
+  deselected; without it (``-m "not binder"``, ``pytest notebooks``) they run here as usual.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -25,6 +36,20 @@ from tests.support.mirror import LoopbackServer, mnist_zip
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 
 _SESSION_CACHE: dict[str, str | None] = {}
+REPO = Path(__file__).resolve().parents[1]
+
+#: Marker (or folder under tests/) -> xdist group: the tests of a group run on one worker, so a session-wide
+#: build (the Binder replay's virtual environment and notebook run, tests/binder/replay.py; JupyterLab and
+#: Chromium, tests/browser) is made once, not once per worker. The first marker an item carries wins; a test
+#: marked ``xdist_group`` keeps its own (the Colab replay: tests/classroom/test_colab.py); every other test is
+#: grouped with its module, so a module-scoped fixture (a training run, a fork, a DDP job) is built once.
+GROUPS: dict[str, str] = {"binder": "binder-replay", "browser": "browser"}
+#: The groups that take longest (minutes, one after another), scheduled first so none starts near the end.
+FIRST: tuple[str, ...] = ("binder-replay", "colab-replay", "browser")
+#: The Binder replay's test that runs every notebook (tests/binder/test_binder_replay.py).
+NOTEBOOK_REPLAY = "tests/binder/test_binder_replay.py::test_replay_every_notebook_through_binder_start"
+#: What this process's hooks want printed at the end (a worker sends it to the controller); see below.
+_SUMMARY: dict[str, list[str]] = {}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,6 +81,144 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slow"):
             item.add_marker(skip)
+
+
+@pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test gets an xdist group (before xdist reads them): its build's (:data:`GROUPS`) or its module's;
+    the longest groups (:data:`FIRST`) move to the front, which ``--no-loadscope-reorder`` keeps."""
+    groups: dict[int, str] = {}
+    for item in items:
+        marker = item.get_closest_marker("xdist_group")
+        if marker is None:
+            group = next((name for key, name in GROUPS.items()
+                          if item.get_closest_marker(key) or REPO / "tests" / key in item.path.parents), None)
+            if group is None:
+                try:
+                    group = item.path.relative_to(REPO).as_posix()
+                except ValueError:
+                    group = item.path.as_posix()
+            item.add_marker(pytest.mark.xdist_group(group))
+        else:
+            group = str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+        groups[id(item)] = group
+    rank = {name: index for index, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(groups[id(item)], len(FIRST)))  # stable: the rest keep their order
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_notebooks(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After ``-m``/``-k``: drop the notebooks' own nbval items when the Binder replay runs them."""
+    replay_file, replay_test = NOTEBOOK_REPLAY.split("::")
+    if not any(item.name == replay_test and item.path == REPO / replay_file for item in items):
+        return
+    from tests.binder.replay import NOTEBOOKS
+
+    replayed = {REPO / name for name in NOTEBOOKS}
+    duplicate = [item for item in items if item.path in replayed]
+    if not duplicate:
+        return
+    config.hook.pytest_deselected(items=duplicate)
+    items[:] = [item for item in items if item.path not in replayed]
+    _SUMMARY["notebooks"] = [
+        f"{len(duplicate)} nbval cells of {len({item.path for item in duplicate})} notebook(s) deselected: "
+        f"{NOTEBOOK_REPLAY} runs them all (the same nbval options, in the Binder image); "
+        "`python -m pytest notebooks` runs them here"
+    ]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: the CPUs this process may run on, capped by its cgroup's CPU quota (a container that sees
+    the host's 64 CPUs but may use 2 gets 2 workers, not 64 copies of torch)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
+
+class _Recorder:
+    """Stands in for the terminal reporter in a worker: keeps what a ``pytest_terminal_summary`` hook writes."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def section(self, title: str, sep: str = "=", **kwargs: Any) -> None:
+        self.lines.append(f"\0section\0{title}\0{sep}")
+
+    def write_sep(self, sep: str, title: str | None = None, **kwargs: Any) -> None:
+        self.lines.append(f"\0section\0{title or ''}\0{sep}")
+
+    def write_line(self, line: str, **kwargs: Any) -> None:
+        self.lines.append(str(line))
+
+    def write(self, text: str, **kwargs: Any) -> None:
+        self.lines.extend(str(text).splitlines())
+
+
+def _conftest_summaries(config: pytest.Config) -> list[str]:
+    """What the conftest files' ``pytest_terminal_summary`` hooks print in this process."""
+    recorder = _Recorder()
+    for plugin in config.pluginmanager.get_plugins():
+        hook = getattr(plugin, "pytest_terminal_summary", None)
+        origin = getattr(plugin, "__file__", "") or ""
+        if hook is None or Path(origin).name != "conftest.py" or Path(origin).resolve() == Path(__file__).resolve():
+            continue
+        arguments = {"terminalreporter": recorder, "exitstatus": 0, "config": config}
+        wanted = inspect.signature(hook).parameters
+        hook(**{name: value for name, value in arguments.items() if name in wanted})
+    return recorder.lines
+
+
+def _replay_summary() -> list[str]:
+    """How long the classroom replays' shared builds took, and the notebooks' figures (tests/binder/replay.py)."""
+    replay = sys.modules.get("tests.binder.replay")
+    if replay is None or not (replay.TIMINGS or replay.NOTES):
+        return []
+    lines = [f"{name}: {seconds:.0f} s" for name, seconds in replay.TIMINGS.items()]
+    return ["\0section\0classroom replays\0=", *lines, *replay.NOTES]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its summaries go to the controller
+        workeroutput["nbcallback_summary"] = _conftest_summaries(session.config) + _replay_summary()
+        workeroutput["nbcallback_own"] = {key: list(value) for key, value in _SUMMARY.items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist's controller: collect what a worker's conftest files wanted printed at the end."""
+    output = getattr(node, "workeroutput", None) or {}
+    _SUMMARY.setdefault("workers", []).extend(output.get("nbcallback_summary", []))
+    for key, lines in output.get("nbcallback_own", {}).items():
+        if key == "notebooks":
+            _SUMMARY["notebooks"] = lines[:1]  # every worker deselects the same items
+        else:
+            _SUMMARY.setdefault(key, []).extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in _SUMMARY.get("notebooks", [])[:1]:
+        terminalreporter.write_line(line)
+    sections: dict[tuple[str, str], list[str]] = {}
+    current: list[str] | None = None
+    for line in _SUMMARY.get("workers", []) + _replay_summary():
+        if line.startswith("\0section\0"):
+            _, _, title, sep = line.split("\0")
+            current = sections.setdefault((title, sep), [])
+        elif current is not None:
+            current.append(line)
+        else:
+            terminalreporter.write_line(line)
+    for (title, sep), lines in sections.items():
+        terminalreporter.section(title, sep=sep)
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

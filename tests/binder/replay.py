@@ -11,7 +11,11 @@ two to install, and each runs all ten notebooks, which takes minutes on one core
   ``test_devcontainer.py`` checks), so it uses that one;
 * :func:`run_notebooks` runs the English notebooks and the Chinese ones in two pytest processes
   side by side (one torch thread each: the two cores of the CI machine), each with its own
-  ``$XDG_CACHE_HOME`` so the two copies of a notebook never share a run folder.
+  ``$XDG_CACHE_HOME`` so the two copies of a notebook never share a run folder;
+* the Binder run is the suite's one run of the ten notebooks (tests/conftest.py deselects the main suite's
+  own nbval items of them when it runs), with the same nbval options (the checkout's pyproject.toml), and it
+  measures each notebook's memory and start-up as it goes (tests/classroom/_nbval_figures.py), which
+  tests/classroom/test_binder_memory.py checks: one run, not three.
 
 torch is never downloaded: pip takes this machine's CPU wheel (2.13.0) from its local wheel folder
 (the pip configuration every venv inherits), and PyTorch's index is unreachable here
@@ -19,6 +23,7 @@ torch is never downloaded: pip takes this machine's CPU wheel (2.13.0) from its 
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -40,8 +45,10 @@ NOTEBOOKS: tuple[str, ...] = tuple(
     for path in sorted(folder.glob("*.ipynb"))
 )
 #: Wall-clock seconds of each shared build (a build that needs another one first includes it): the checkout copy,
-#: the venvs, the notebook runs; printed in the terminal summary by tests/binder/conftest.py.
+#: the venvs, the notebook runs; printed in the terminal summary by tests/conftest.py.
 TIMINGS: dict[str, float] = {}
+#: Further lines for that summary (each notebook's memory and start-up, from tests/classroom/test_binder_memory.py).
+NOTES: list[str] = []
 
 T = TypeVar("T")
 _SHARED: dict[tuple[str, str], Any] = {}
@@ -160,8 +167,9 @@ def binder_image(factory: pytest.TempPathFactory, mnist_mirror: str) -> BinderIm
         # The test tools, kept to the image's versions (nbval must not bring another ipykernel or jupyter_client).
         constraints = root / "image-constraints.txt"
         constraints.write_text("".join(f"{name}=={version}\n" for name, version in frozen.items()))
-        tools = run([python, "-m", "pip", "install", "-q", "-c", constraints, "pytest", "nbval"], env=pip_env(),
-                    timeout=600).stdout
+        # pytest-xdist: the checkout's pytest options name it (-n), the replay runs with -n 0.
+        tools = run([python, "-m", "pip", "install", "-q", "-c", constraints, "pytest", "nbval", "pytest-xdist"],
+                    env=pip_env(), timeout=600).stdout
         return BinderImage(repo=repo, python=python, home=home, env=env, postbuild_outputs=(first, second),
                            frozen=frozen, tools=tools)
 
@@ -180,6 +188,8 @@ class NotebookRun:
     logs: tuple[str, ...]
     returncodes: tuple[int, ...]
     seconds: float
+    #: per notebook (path as in ``passed``), what tests/classroom/_nbval_figures.py measured, when it was loaded
+    figures: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def problems(self, expected: Sequence[str]) -> list[str]:
         """What went wrong for the ``expected`` notebooks (empty when every cell of every one passed)."""
@@ -222,7 +232,8 @@ def run_notebooks(command: Sequence[str | os.PathLike[str]], notebooks: Sequence
         cache.mkdir(parents=True, exist_ok=True)
         log = (scratch / f"{lang}.log").open("w+")
         argv = [*map(str, command), "-m", "pytest", "-v", "-p", "no:cacheprovider", *nbval_options, *part]
-        part_environment = {**env, "XDG_CACHE_HOME": str(cache), **(part_env or {}).get(lang, {})}
+        part_environment = {**env, "XDG_CACHE_HOME": str(cache), "NBCALLBACK_NOTEBOOK_FIGURES": str(scratch / f"{lang}-figures.jsonl"),
+                            **(part_env or {}).get(lang, {})}
         proc = subprocess.Popen(argv, cwd=cwd, env=part_environment, stdout=log, stderr=subprocess.STDOUT, text=True)
         processes.append((proc, log))
     logs, codes = [], []
@@ -245,16 +256,25 @@ def run_notebooks(command: Sequence[str | os.PathLike[str]], notebooks: Sequence
                 passed[notebook] = passed.get(notebook, 0) + 1
             else:
                 failed.setdefault(notebook, []).append(f"{cell} {outcome}")
+    figures: dict[str, dict[str, Any]] = {}
+    for lang in parts:
+        path = scratch / f"{lang}-figures.jsonl"
+        if path.exists():
+            for line in path.read_text().splitlines():
+                entry = json.loads(line)
+                figures[entry.pop("notebook")] = entry
     return NotebookRun(passed=passed, failed=failed, logs=tuple(logs), returncodes=tuple(codes),
-                       seconds=time.perf_counter() - started)
+                       seconds=time.perf_counter() - started, figures=figures)
 
 
 def binder_notebook_run(factory: pytest.TempPathFactory, mnist_mirror: str) -> NotebookRun:
     """All ten notebooks in the Binder image, started through ``binder/start`` as Binder starts the server,
-    offline (the baked-in data; the download URL is a closed port). Once per session."""
+    offline (the baked-in data; the download URL is a closed port), under the checkout's nbval options, each
+    notebook's memory and start-up measured (``figures``). Once per session."""
 
     def build(scratch: Path) -> NotebookRun:
         image = binder_image(factory, mnist_mirror)
-        return run_notebooks(["./binder/start", "python"], NOTEBOOKS, cwd=image.repo, env=image.env, scratch=scratch)
+        return run_notebooks(["./binder/start", "python"], NOTEBOOKS, cwd=image.repo, env=image.env, scratch=scratch,
+                             nbval_options=["-n", "0", "-p", "tests.classroom._nbval_figures"])
 
     return shared(factory, "binder-notebooks", build)

@@ -22,7 +22,7 @@ Colab cannot run here, so its pieces are replayed:
     no controls in a foreground run, controls with ``run_in_background``).
 
 The venv is built once per session (``tests/binder/replay.py``) and the English and Chinese
-notebooks run side by side. The venv tests carry the ``binder`` marker, as the other
+notebooks run side by side; under pytest-xdist its tests run on one worker (``COLAB_GROUP``). The venv tests carry the ``binder`` marker, as the other
 fresh-environment replays.
 """
 from __future__ import annotations
@@ -48,6 +48,9 @@ VERSIONS = Path(__file__).with_name("colab_versions.txt")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
 #: This machine has one torch wheel; Colab's own (2.11.0+cpu) cannot be installed here.
 LOCAL_TORCH = "2.13.0"
+#: Under pytest-xdist the tests sharing the Colab venv run on one worker, and apart from the Binder replay's
+#: group (tests/conftest.py): the two replays share only the checkout copy, so they can run side by side.
+COLAB_GROUP = "colab-replay"
 def _load_colab_cells():
     spec = importlib.util.spec_from_file_location("nbcallback_colab_cells", REPO / "notebooks" / "colab_cells.py")
     module = importlib.util.module_from_spec(spec)
@@ -226,6 +229,7 @@ def _assert_colab_pins_kept(installed: dict[str, str]) -> None:
 
 
 @pytest.mark.binder
+@pytest.mark.xdist_group(COLAB_GROUP)
 def test_install_cell_on_colab_keeps_colabs_packages(colab_env: dict[str, Any]) -> None:
     python, env, home, repo_copy = colab_env["python"], colab_env["env"], colab_env["home"], colab_env["repo"]
     _assert_colab_pins_kept(_installed(python, env))
@@ -332,6 +336,7 @@ def _colab_notebook_run(factory: pytest.TempPathFactory, colab_env: dict[str, An
 
 
 @pytest.mark.binder
+@pytest.mark.xdist_group(COLAB_GROUP)
 def test_every_notebook_on_colab(tmp_path_factory: pytest.TempPathFactory, colab_env: dict[str, Any],
                                  mnist_mirror: str) -> None:
     """Each notebook with a Colab badge, every cell, in Colab's versions; notebook 1 also checks the widgets'
