@@ -28,6 +28,8 @@ Comparisons (targets from issue 8):
   (<= 1.1); also vs a bare loop that sums the loss too, the same work as
   nbcallback's eval network (MindSpore's WithEvalCell computes each batch's
   loss; fit reports the mean as eval_loss).
+* ``profiler``: ``Model.train`` with the tutorial's callbacks, without and with
+  a ``CallbackProfiler`` (<= 1.02).
 * ``import``: ``import nbcallback`` (+ .train, .dataset, .widgets) after torch
   (<= 0.15 s; bytecode cached, as after ``pip install``); no matplotlib,
   ipywidgets, IPython or tensorboard.
@@ -103,6 +105,10 @@ COMPARISONS: dict[str, dict[str, Any]] = {
                   ("eval_bare_loss", "eval_bare")],
         "targets": {"eval_model/eval_bare": 1.1, "eval_nbcallback/eval_bare": 1.1},
     },
+    "profiler": {
+        "variants": ["profiler_off", "profiler_on"],
+        "targets": {"profiler_on": 1.02},
+    },
     "import": {
         "variants": ["import_torch", "import_nbcallback"],
         "absolute": {"import_nbcallback.nbcallback_s": 0.15},
@@ -133,6 +139,8 @@ LABELS = {
     "eval_bare_loss": "bare no_grad loop (accuracy + loss)",
     "eval_model": "Model.eval (accuracy), 10k test images",
     "eval_nbcallback": "Model.fit evaluation (accuracy + eval_loss)",
+    "profiler_off": "Model.train + LossMonitor, TimeMonitor, ModelCheckpoint",
+    "profiler_on": "the same + CallbackProfiler",
     "import_torch": "import torch",
     "import_nbcallback": "import torch + nbcallback(.train/.dataset/.widgets)",
     "checkpoint": "save_checkpoint(train_network)",

@@ -438,6 +438,31 @@ def widgets_off(args: argparse.Namespace) -> dict[str, Any]:
     return _model_train(args, tutorial_callbacks=False, extra_callbacks=_widget_callbacks("off"))
 
 
+# --------------------------------------------------------------------------- CallbackProfiler
+
+
+@variant("profiler_off")
+def profiler_off(args: argparse.Namespace) -> dict[str, Any]:
+    """``Model.train`` with the tutorial's three callbacks: the reference of the profiler comparison."""
+    return _model_train(args)
+
+
+@variant("profiler_on")
+def profiler_on(args: argparse.Namespace) -> dict[str, Any]:
+    """The same with a ``CallbackProfiler`` in the list (its table is kept in the result)."""
+    profilers: list = []
+
+    def make() -> list:
+        from nbcallback.train import CallbackProfiler
+
+        profilers.append(CallbackProfiler())
+        return profilers[-1:]
+
+    result = _model_train(args, extra_callbacks=make)
+    result["profile"] = str(profilers[0]).splitlines()
+    return result
+
+
 # --------------------------------------------------------------------------- evaluation
 
 
@@ -757,7 +782,7 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from torch import nn
 
-    from nbcallback.train import CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
+    from nbcallback.train import CallbackProfiler, CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
 
     steps = 938
     torch.manual_seed(args.seed)
@@ -787,6 +812,7 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
         "+ TimeMonitor()": lambda: [TimeMonitor()],
         "+ ModelCheckpoint (no save due)": lambda: [ckpt()],
         "+ all three": lambda: [LossMonitor(300), TimeMonitor(), ckpt()],
+        "+ all three + CallbackProfiler": lambda: [CallbackProfiler(), LossMonitor(300), TimeMonitor(), ckpt()],
     }
     configs["+ ProgressBar + LiveLossPlot (off)"] = _widget_callbacks("off")
     times: dict[str, list[float]] = {name: [] for name in configs}

@@ -61,6 +61,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import torch
+
 from nbcallback.train.callback import EVAL_HOOKS, LEGACY_OF, Callback, RunContext
 
 __all__ = ["CallbackProfiler", "ProfileRow"]
@@ -161,6 +163,9 @@ class CallbackProfiler(Callback):
         self._parts: dict[tuple[str, str], list[float]] = {}  # (kind/name, part) -> [calls, seconds]
         self._handles: list[Any] = []
         self._hooked: set[int] = set()
+        self._train_forward: list[float] = [0, 0.0]
+        self._backward: list[float] = [0, 0.0]
+        self._optimizer: list[float] = [0, 0.0]
         self._t_forward = 0.0
         self._t_backward: float | None = None
         self._t_optimizer = 0.0
@@ -238,7 +243,10 @@ class CallbackProfiler(Callback):
         self._choose_sync(network)
         backbone = getattr(network, "network", None)
         optimizer = getattr(network, "optimizer", None)
+        self._train_forward = self._parts.setdefault(("train step", "forward"), [0, 0.0])
         if backbone is not None and hasattr(optimizer, "register_step_pre_hook"):
+            self._backward = self._parts.setdefault(("train step", "backward"), [0, 0.0])
+            self._optimizer = self._parts.setdefault(("train step", "optimizer"), [0, 0.0])
             self._hook_forward(backbone)
             self._handles.append(optimizer.register_step_pre_hook(self._optimizer_begins))
             self._handles.append(optimizer.register_step_post_hook(self._optimizer_ends))
@@ -275,8 +283,6 @@ class CallbackProfiler(Callback):
     def _choose_sync(self, network: Any) -> None:
         if self._sync is not None or self.synchronize is False:
             return
-        import torch
-
         device = next((p.device for p in network.parameters()), None)
         if device is not None and device.type == "cuda":
             self._sync = lambda: torch.cuda.synchronize(device)
@@ -296,17 +302,17 @@ class CallbackProfiler(Callback):
         self._t_forward = time.perf_counter()
 
     def _forward_ends(self, module: Any, inputs: Any, output: Any) -> None:
-        import torch
-
         if self._sync is not None:
             self._sync()
         now = time.perf_counter()
         grad = torch.is_grad_enabled()
-        if self._in_eval and not grad:
-            self._add(self._eval_name(), "forward", now - self._t_forward)
-        elif grad and not self._in_eval:
-            self._add("train step", "forward", now - self._t_forward)
+        if grad and not self._in_eval:
+            slot = self._train_forward
+            slot[0] += 1
+            slot[1] += now - self._t_forward
             self._t_backward = now
+        elif self._in_eval and not grad:
+            self._add(self._eval_name(), "forward", now - self._t_forward)
         # Else: the network run from inside a callback; that time is the callback's.
 
     def _optimizer_begins(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -314,14 +320,18 @@ class CallbackProfiler(Callback):
             self._sync()
         now = time.perf_counter()
         if self._t_backward is not None:
-            self._add("train step", "backward", now - self._t_backward)
+            slot = self._backward
+            slot[0] += 1
+            slot[1] += now - self._t_backward
             self._t_backward = None
         self._t_optimizer = now
 
     def _optimizer_ends(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self._sync is not None:
             self._sync()
-        self._add("train step", "optimizer", time.perf_counter() - self._t_optimizer)
+        slot = self._optimizer
+        slot[0] += 1
+        slot[1] += time.perf_counter() - self._t_optimizer
 
     def _add(self, name: str, part: str, seconds: float) -> None:
         slot = self._parts.get((name, part))
@@ -366,6 +376,7 @@ class CallbackProfiler(Callback):
             ProfileRow("step" if name == "train step" else "evaluation", name, part, None, int(calls), seconds,
                        share(seconds))
             for (name, part), (calls, seconds) in self._parts.items()
+            if calls
         ]
         if self._start is not None:
             rest = wall - sum(row.total_s for row in rows)
