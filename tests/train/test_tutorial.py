@@ -301,3 +301,28 @@ def test_save_ckpt_monitor(tutorial):
     assert stage.extra["new_files"] == sorted(f"1_{s}.ckpt" for s in steps)
     entries = nbcallback.load_checkpoint(str(tutorial.root / "checkpoint" / f"1_{steps[-1]}.ckpt"))
     assert "dense_relu_sequential.0.weight" in entries
+
+
+# --------------------------------------------------------------------------- nbcallback.tutorial's helpers
+# Notebooks 2-4 import these instead of repeating a setup cell (issue 32); they run without MNIST.
+
+
+def test_new_trainer_starts_every_section_from_the_same_network():
+    from nbcallback.tutorial import Network, new_trainer
+
+    first, second = new_trainer(), new_trainer()
+    assert isinstance(first.predict_network, Network)
+    for a, b in zip(first.predict_network.state_dict().values(), second.predict_network.state_dict().values()):
+        assert torch.equal(a, b)
+    other = new_trainer(seed=1).predict_network.state_dict()["dense_relu_sequential.0.weight"]
+    assert not torch.equal(other, first.predict_network.state_dict()["dense_relu_sequential.0.weight"])
+    assert new_trainer(lr=0.5).train_network.optimizer.param_groups[0]["lr"] == 0.5
+
+
+def test_tree_lists_a_folder_like_the_tutorial(tmp_path, capsys):
+    from nbcallback.tutorial import tree
+
+    for name in ("b.ckpt", "a.ckpt", "graph.meta"):
+        (tmp_path / name).write_bytes(b"")
+    tree(tmp_path)
+    assert capsys.readouterr().out.splitlines() == [str(tmp_path), "├── a.ckpt", "├── b.ckpt", "└── graph.meta"]
