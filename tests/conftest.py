@@ -212,7 +212,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             _, _, title, sep = line.split("\0")
             current = sections.setdefault((title, sep), [])
         elif current is not None:
-            current.append(line)
+            if line not in current:  # a line every worker writes (a section's heading line) is printed once
+                current.append(line)
         else:
             terminalreporter.write_line(line)
     for (title, sep), lines in sections.items():
