@@ -343,9 +343,9 @@ def hot_path_benchmark(calls: int = 200_000) -> dict:
     params = {"net_outputs": torch.tensor(0.5)}
     ctx = RunContext(params)
     bar.__enter__()
-    bar._cb_params = params
-    bar._append = bar._losses.append
-    bar._countdown = 10**12  # never reach a check: the pure per-step cost
+    bar._run.cb_params = params
+    bar._sampler.start()
+    bar._sampler.countdown = 10**12  # never reach a check: the pure per-step cost
     noop = Callback()
     results = {}
     for label, func in (("noop", noop.on_train_step_end), ("ProgressBar", bar.on_train_step_end)):
@@ -356,7 +356,7 @@ def hot_path_benchmark(calls: int = 200_000) -> dict:
                 func(ctx)
             best = min(best, (time.perf_counter() - started) / calls)
             if label != "noop":
-                bar._losses.clear()
+                bar._sampler.outputs.clear()
         results[label] = best
     bar._depth = 0
     return {"per_step_us": 1e6 * results["ProgressBar"], "noop_callback_us": 1e6 * results["noop"],

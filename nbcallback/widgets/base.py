@@ -1,15 +1,17 @@
 """``LiveCallback``: what ProgressBar, LiveLossPlot and Dashboard have in common.
 
-The step hooks only append the step's loss tensor and count down.  At zero the clock is read and the stride to the
-next check adapted (about 20 checks a second); once per refresh interval the losses are converted (one device
-synchronisation) and the view refreshed.  Where a phase begins or ends (an epoch, a validation) the view goes out
-when due even if the next step stalls: a timer sends it if no step has.  Stop and lr requests only set attributes,
-applied by the next step hook.
-``__exit__`` always ends with a static snapshot and the final PNG; a display failure warns once, never stops training.
+It composes three small parts: a :class:`~nbcallback.widgets.sampling.StepSampler` (the step hooks only append
+the step's loss tensor and count down; at zero the clock is read; the losses are converted once per refresh: one
+device synchronisation), a :class:`~nbcallback.widgets.scheduling.RefreshScheduler` (at most one refresh per
+interval; a timer sends a phase change when no step comes to; a display failure warns once, never stops training)
+and the renderer :func:`~nbcallback.widgets.renderers.choose_renderer` picks.  Stop and lr requests only set
+fields, applied by the next step hook.  ``__exit__`` always ends with a static snapshot and the final PNG.
+
+Subclasses declare what they show in ``_PARTS`` and may override :meth:`LiveCallback._panels_for` (the plot's
+panels), :meth:`LiveCallback._wants_png` and :meth:`LiveCallback._on_final_png`.
 """
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import math
@@ -24,30 +26,19 @@ import torch
 
 from nbcallback.train.callback import Callback, RunContext
 from nbcallback.widgets.controls import SHARED_KEY, RunShared, apply_learning_rate, checked_lr
-from nbcallback.widgets.env import DISPLAY_MODES, describe_frontend_support, host, kernel_supports_subshells
-from nbcallback.widgets.env import resolve_display
+from nbcallback.widgets.env import DISPLAY_MODES, resolve_display
 from nbcallback.widgets.panels import Panel, default_panels
-from nbcallback.widgets.render_text import LogRenderer, NullRenderer, TTYRenderer
+from nbcallback.widgets.render_text import NullRenderer
+from nbcallback.widgets.renderers import choose_renderer
+from nbcallback.widgets.sampling import StepSampler, learning_rate
+from nbcallback.widgets.scheduling import RefreshScheduler
 from nbcallback.widgets.state import TrainingState, View
 from nbcallback.widgets.words import Msg, Words
 
 __all__ = ["LiveCallback"]
 
-_DISCARD = collections.deque(maxlen=0).append  # a C-level no-op "append"
-_CHECK_PERIOD = 0.05  # seconds between clock checks: well under one refresh interval
-_MAX_STRIDE = 4096  # a slowdown after very fast steps is noticed within this many steps
-#: After a phase change, how long past the due refresh the timer waits (three clock checks) before it sends,
-#: and again while the training thread has checked the clock within it (steps still come and refresh).
-_LATE_GRACE = 3 * _CHECK_PERIOD
 #: Arguments of the PNG-in-the-kernel design (before 0.8), accepted with a warning.
 _REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
-
-
-def _next_stride(stride: int, seconds: float) -> int:
-    """Steps to the next clock check when the last ``stride`` steps took ``seconds``: about ``_CHECK_PERIOD``
-    apart, growing at most 4x per check so a few fast steps cannot delay the next check long."""
-    wanted = round(stride * _CHECK_PERIOD / seconds) if seconds > 0 else 4 * stride
-    return max(1, min(wanted, 4 * stride, _MAX_STRIDE))
 
 
 def _counted(hook: Callable[..., None]) -> Callable[..., None]:
@@ -64,47 +55,41 @@ def _counted(hook: Callable[..., None]) -> Callable[..., None]:
     return timed
 
 
-def _losses_to_floats(items: list[Any]) -> list[float]:
-    """The recorded ``net_outputs`` as floats, with at most one device synchronisation: a tuple's first element,
-    a tensor's mean (as MindSpore prints losses), NaN for what is not a number.  One-element CPU tensors are read
-    one by one (cheaper than stacking); the rest is stacked and copied in one go."""
-    if type(items[0]) is torch.Tensor and items[0].is_cpu:
-        try:
-            return [float(item.item()) for item in items]
-        except (AttributeError, RuntimeError, TypeError, ValueError):
-            pass  # a tuple, a multi-element tensor, a number: the general rule below
-    scalars: list[Any] = []
-    for item in items:
-        if isinstance(item, (tuple, list)) and item:
-            item = item[0]
-        if isinstance(item, torch.Tensor):
-            item = item.detach()
-            scalars.append(item.reshape(()) if item.numel() == 1 else item.float().mean())
-        else:
-            try:
-                scalars.append(float(item))
-            except (TypeError, ValueError):
-                scalars.append(math.nan)
-    on_device = [x for x in scalars if isinstance(x, torch.Tensor) and not x.is_cpu]
-    if on_device:  # one copy for all of them
-        if len({x.device for x in on_device}) > 1:
-            on_device = [x.cpu() for x in on_device]
-        copied = iter(torch.stack([x.float() for x in on_device]).cpu().tolist())
-        scalars = [next(copied) if isinstance(x, torch.Tensor) and not x.is_cpu else x for x in scalars]
-    return [float(x) for x in scalars]
+@dataclasses.dataclass
+class _Settings:
+    """The display settings given to the callback (see :class:`LiveCallback`)."""
+
+    file: TextIO | None
+    graceful_interrupt: bool
+    refresh_interval: float | None
+    log_interval: float
+    live_rows: int
+    max_rows: int
 
 
-def _batch_size(element: Any) -> int | None:
-    """The leading dimension of a batch's first tensor (for samples/s)."""
-    if isinstance(element, (tuple, list)) and element:
-        element = element[0]
-    shape = getattr(element, "shape", None)
-    return int(shape[0]) if shape is not None and len(shape) > 0 else None
+@dataclasses.dataclass
+class _Run:
+    """What the callback holds about the run it shows (a new one per run)."""
+
+    kind: str | None = None  # 'train' or 'eval' while a run is on
+    phase: str = "train"
+    cb_params: Any = dataclasses.field(default_factory=dict)
+    shared: RunShared | None = None  # what the run's display callbacks share (stop requests, the signal handler)
+    train_ctx: RunContext | None = None
+    siblings: tuple[Any, ...] = ()  # a background run's display callbacks, known before any hook
+    prepared: bool = False  # opened on the main thread before a background run started
+    background: bool = False
+    callback_stop: bool = False  # a callback called run_context.request_stop()
+    t_end: float | None = None
 
 
-def _get_lr(cb_params: Any) -> float | None:
-    optimizer = cb_params.get("optimizer")
-    return optimizer.param_groups[0].get("lr") if getattr(optimizer, "param_groups", None) else None
+@dataclasses.dataclass
+class _Requests:
+    """Stop and learning-rate requests from any thread, applied by the next step hook (``pending``)."""
+
+    pending: bool = False
+    lr: float | None = None
+    stop_before_start: str | None = None  # a stop requested before the run had started
 
 
 class LiveCallback(Callback):
@@ -166,18 +151,13 @@ class LiveCallback(Callback):
         if live_rows < 0 or max_rows < 1:
             raise ValueError(f"live_rows must be >= 0 and max_rows >= 1, got {live_rows!r}, {max_rows!r}")
         self.display = display
-        self.file = file
-        self.graceful_interrupt = bool(graceful_interrupt)
-        self.refresh_interval = refresh_interval
-        self.log_interval = float(log_interval)
-        self.live_rows = int(live_rows)
-        self.max_rows = int(max_rows)
+        self.settings = _Settings(file, bool(graceful_interrupt), refresh_interval, float(log_interval),
+                                  int(live_rows), int(max_rows))
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
         self._clock = clock or time.monotonic
         self._depth = 0
         self._thread: int | None = None  # the thread whose run entered first (checked while _depth > 0)
-        self._prepared = self._background = False
-        self._lock = threading.RLock()  # the renderer is called from the training thread and from the timer
+        self._scheduler = RefreshScheduler(owner, self._clock)
         self._init_run()
         try:  # in a kernel, import what the display needs now (matplotlib and its fonts), not at the run's end
             if resolve_display(display, rank=int(os.environ.get("RANK") or 0), stream=file) == "widget":
@@ -193,28 +173,18 @@ class LiveCallback(Callback):
     def _init_run(self) -> None:
         self.mode = "off"
         self.renderer: Any = NullRenderer()
-        self._shared: RunShared | None = None
-        self._train_ctx: RunContext | None = None
-        self._run_kind: str | None = None  # 'train' or 'eval' while a run is on
-        self._siblings: tuple[LiveCallback, ...] = ()
-        self._cb_params: Any = {}
-        self._phase = "train"
-        self._losses: list[Any] = []
-        self._append = _DISCARD
-        self._countdown = self._stride = 1
-        self._refreshes = 0
-        self._t_check = 0.0  # the last clock check
-        self._t_refresh = -math.inf  # the last refresh
-        self._interval = 1.0  # seconds between refreshes (set when the renderer opens)
-        self._pending = self._display_failed = False
-        self._timer: threading.Timer | None = None  # sends a phase change when no step comes to do it
-        self._pending_lr: float | None = None
-        self._prestop: str | None = None
-        self._callback_stop = False  # a callback called run_context.request_stop()
-        self._t_end: float | None = None
+        self._run = _Run()
+        self._sampler = StepSampler()
+        self._requests = _Requests()
+        self._scheduler.reset()
         self.last_png: bytes | None = None
         #: Seconds the end of the last run took on the training thread (final PNG and snapshot).
         self.final_seconds = 0.0
+
+    @property
+    def _prepared(self) -> bool:
+        """Whether the view was opened before a background run started (its first hook may not come)."""
+        return self._run.prepared
 
     # ------------------------------------------------------------------ public controls
 
@@ -225,11 +195,11 @@ class LiveCallback(Callback):
             reason: shown in the final status: ``'code'`` (default), ``'button'``, ``'interrupt'`` (the kernel's),
                 ``'ctrl_c'`` or any short text.
         """
-        if self._shared is not None and self._depth > 0:
-            self._shared.request_stop(reason)
+        if self._run.shared is not None and self._depth > 0:
+            self._run.shared.request_stop(reason)
         else:
-            self._prestop = reason
-            self._poke()
+            self._requests.stop_before_start = reason
+            self._notice_request()
 
     def set_learning_rate(self, lr: float) -> None:
         """Set every parameter group's learning rate at the next step boundary (any thread).
@@ -239,12 +209,12 @@ class LiveCallback(Callback):
         Raises:
             ValueError: ``lr`` is not a positive finite number.
         """
-        self._pending_lr = checked_lr(lr)
-        self._poke()
+        self._requests.lr = checked_lr(lr)
+        self._notice_request()
 
-    def _poke(self) -> None:
+    def _notice_request(self) -> None:
         """Make the next step hook look at the pending requests (any thread)."""
-        self._pending = True
+        self._requests.pending = True
 
     def __enter__(self) -> LiveCallback:
         thread = threading.get_ident()
@@ -253,7 +223,7 @@ class LiveCallback(Callback):
         self._depth += 1
         if self._depth == 1:
             self._thread = thread
-            if not self._prepared:
+            if not self._run.prepared:
                 self._init_run()
         return self
 
@@ -264,54 +234,23 @@ class LiveCallback(Callback):
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self._depth = max(0, self._depth - 1)
-        if self._depth == 0 and (self._run_kind is not None or self._prepared):
+        if self._depth == 0 and (self._run.kind is not None or self._run.prepared):
             self._finalize(exc)  # (prepared only: a background run that failed before its first hook)
 
     # ------------------------------------------------------------------ setting up a run
 
-    def _make_renderer(self, mode: str, plots: bool = True) -> Any:
-        parts = self._PARTS if plots else self._PARTS - {"plot"}
-        if mode == "widget":
-            from nbcallback.widgets.render_widget import WidgetRenderer
-
-            support = describe_frontend_support(mode, self._background, kernel_supports_subshells())
-            controls = "controls" in parts and bool(support["controls"])
-            key = ""
-            if "controls" in parts and (controls or self.graceful_interrupt):
-                key = str(support["hint"])
-            elif "controls" not in parts and "progress" in parts and self.graceful_interrupt and not self._background:
-                key = "hint_marimo" if host() == "marimo" else "hint_interrupt"  # no Stop button to mention
-            return WidgetRenderer(parts if controls else parts - {"controls"}, panels_for=self._panels_for,
-                                  on_stop=(lambda: self.request_stop("button")) if controls else None,
-                                  on_lr=self.set_learning_rate if controls else None,
-                                  hint=self.words(key) if key else "", w=self.words, foreground=not self._background)
-        if mode in ("static", "final"):
-            from nbcallback.widgets.render_widget import StaticRenderer
-
-            return StaticRenderer(parts, live=mode == "static", w=self.words)
-        if mode in ("tty", "log") and self._repeats_another():
-            parts = parts - {"progress", "table"}
-        if mode == "tty":
-            return TTYRenderer(parts, self.file, self.words)
-        return LogRenderer(parts, self.file, self.log_interval, self.words) if mode == "log" else NullRenderer()
+    def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
+        """The plot panels for the run's ``facts`` (``metrics``, ``loss_positive``, ``lr_changed``): the defaults
+        of :func:`~nbcallback.widgets.panels.default_panels`.  Subclasses override it (LiveLossPlot adds its
+        ``groups``, ``panels`` and ``lr_panel``)."""
+        return default_panels(tuple(facts.get("metrics", ())), lr=bool(facts.get("lr_changed")),
+                              loss_positive=bool(facts.get("loss_positive", True)), w=self.words)
 
     def _repeats_another(self) -> bool:
         """In a terminal or a log, whether a progress callback listed before this one prints the run's lines (this
         one would print each of them again)."""
         shown = self._progress_callbacks()
         return bool(shown) and shown[0] is not self
-
-    def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
-        """The plot panels for the run's facts (see :func:`~nbcallback.widgets.panels.default_panels`)."""
-        lr_panel = getattr(self, "lr_panel", "auto")
-        return default_panels(
-            tuple(facts.get("metrics", ())),
-            groups=getattr(self, "groups", None),
-            lr=bool(facts.get("lr_changed")) if lr_panel == "auto" else bool(lr_panel),
-            loss_positive=bool(facts.get("loss_positive", True)),
-            extra=getattr(self, "panels", None) or (),
-            w=self.words,
-        )
 
     def _shows_status(self) -> bool:
         """One status line per run: a plot-only callback leaves it to a progress callback beside it (the run's
@@ -320,29 +259,41 @@ class LiveCallback(Callback):
 
     def _progress_callbacks(self) -> list[LiveCallback]:
         """The run's display callbacks that show progress, in the order the run lists them."""
-        callbacks = list(self._siblings)
-        if hasattr(self._cb_params, "get"):
-            callbacks += list(self._cb_params.get("list_callback") or ())
-        callbacks += self._shared.members if self._shared is not None else []
+        run = self._run
+        callbacks = list(run.siblings)
+        if hasattr(run.cb_params, "get"):
+            callbacks += list(run.cb_params.get("list_callback") or ())
+        callbacks += run.shared.members if run.shared is not None else []
         return [callback for callback in callbacks
                 if isinstance(callback, LiveCallback) and "progress" in callback._PARTS and callback.display != "off"]
 
     def _live_view(self, now: float) -> View:
-        return self.state.view(now, live_rows=self.live_rows)
+        return self.state.view(now, live_rows=self.settings.live_rows)
+
+    def _guard(self, action: Callable[[], Any]) -> None:
+        """Run a display action (see :meth:`RefreshScheduler.guard`)."""
+        self._scheduler.guard(action, lambda: self.renderer.abort())
 
     def _open(self, rank: int, plots: bool = True) -> None:
         """Resolve the display mode and open the renderer (no-op when already open); ``plots``: a training run."""
-        if self._prepared:
+        if self._run.prepared:
             return
-        self.mode = resolve_display(self.display, rank=rank, stream=self.file)
-        self.renderer = self._make_renderer(self.mode, plots)
-        self._interval = self.refresh_interval or self.renderer.text_interval
-        self._append = self._losses.append
+        settings = self.settings
+        self.mode = resolve_display(self.display, rank=rank, stream=settings.file)
+        parts = self._PARTS if plots else self._PARTS - {"plot"}
+        self.renderer = choose_renderer(
+            self.mode, parts, words=self.words, background=self._run.background,
+            graceful_interrupt=settings.graceful_interrupt,
+            repeats_another=self.mode in ("tty", "log") and self._repeats_another(), file=settings.file,
+            log_interval=settings.log_interval, panels_for=self._panels_for,
+            on_stop=lambda: self.request_stop("button"), on_lr=self.set_learning_rate)
+        self._scheduler.reset(settings.refresh_interval or self.renderer.text_interval)
+        self._sampler.start()
         now = self._clock()
         view = self._live_view(now)
         self._guard(lambda: self.renderer.open(view, self.state, self._shows_status()))
         if self.mode != "off":  # the view just shown is the first refresh (off: the state is kept at every check)
-            self._t_refresh = now
+            self._scheduler.sent(now)
 
     def _prepare_background(self, siblings: tuple[LiveCallback, ...] = ()) -> None:
         """Open the view on the calling (main) thread before a background run starts, so the display belongs to
@@ -350,25 +301,26 @@ class LiveCallback(Callback):
         if self._depth:
             raise RuntimeError(self._in_use())
         self._init_run()
-        self._siblings, self._background = tuple(siblings), True
+        self._run.siblings, self._run.background = tuple(siblings), True
         self._open(rank=0)
-        self._prepared = True
+        self._run.prepared = True
 
     def _start(self, kind: str, cb_params: Any, now: float) -> None:
         if sum(other is self for other in cb_params.get("list_callback") or ()) > 1:
             raise ValueError(f"callbacks holds the same {type(self).__name__} twice (its hooks would count every "
                              "step twice); pass it once")
-        self._cb_params, self._run_kind = cb_params, kind
+        run = self._run
+        run.cb_params, run.kind = cb_params, kind
         shared = cb_params.get(SHARED_KEY)
         if not isinstance(shared, RunShared):
             shared = cb_params[SHARED_KEY] = RunShared()
         shared.join(self)
-        self._shared = shared
-        if self.graceful_interrupt and not self._background:
+        run.shared = shared
+        if self.settings.graceful_interrupt and not run.background:
             shared.install_signal(self)
-        if self._prestop is not None:
-            shared.request_stop(self._prestop)
-            self._prestop = None
+        if self._requests.stop_before_start is not None:
+            shared.request_stop(self._requests.stop_before_start)
+            self._requests.stop_before_start = None
         if kind == "train":
             valid, eval_steps = cb_params.get("valid_dataset"), None
             if valid is not None:
@@ -381,7 +333,7 @@ class LiveCallback(Callback):
             self.state.start(now, epochs=int(cb_params.get("epoch_num", 1)),
                              steps_per_epoch=int(cb_params.get("batch_num", 0)),
                              first_global_step=int(cb_params.get("cur_step_num", 0) or 0),
-                             has_validation=valid is not None, eval_steps=eval_steps, lr=_get_lr(cb_params))
+                             has_validation=valid is not None, eval_steps=eval_steps, lr=learning_rate(cb_params))
         else:
             self.state.start(now, kind="eval", eval_steps=int(cb_params.get("batch_num", 0)) or None)
         # Open after the state knows the run, so the controls start with the optimizer's lr.
@@ -390,37 +342,37 @@ class LiveCallback(Callback):
         self._guard(lambda: self.renderer.event("start", self._live_view(now)))
 
     def _new_phase(self, phase: str, now: float) -> None:
-        self._phase = phase
-        self._countdown = self._stride = 1  # check the clock at the next step
-        self._t_check = now
+        self._run.phase = phase
+        self._sampler.new_phase(now)
 
     # ------------------------------------------------------------------ hooks
 
     @_counted
     def on_train_begin(self, run_context: RunContext) -> None:
-        self._train_ctx = run_context
+        self._run.train_ctx = run_context
         self._start("train", run_context.original_args(), self._clock())
 
     @_counted
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
-        now, cb_params = self._clock(), self._cb_params
+        now, cb_params = self._clock(), self._run.cb_params
         self.state.begin_epoch(int(cb_params.get("cur_epoch_num", 1)), now, int(cb_params.get("cur_step_num", 0)))
         self._apply_pending(run_context, eval_phase=False, stops=False)
         self._refresh(now, boundary=True)  # the first step may wait seconds for its batch (loader workers starting)
 
     def on_train_step_end(self, run_context: RunContext) -> None:
         """The hot path: O(1), no clock read, no device synchronisation."""
-        self._append(self._cb_params["net_outputs"])
-        self._countdown -= 1
-        if self._countdown <= 0 or self._pending:
+        sampler = self._sampler
+        sampler.append(self._run.cb_params["net_outputs"])
+        sampler.countdown -= 1
+        if sampler.countdown <= 0 or self._requests.pending:
             self._slow_path(run_context, False)
 
     @_counted
     def on_train_epoch_end(self, run_context: RunContext) -> None:
-        now = self._clock()
+        now, cb_params = self._clock(), self._run.cb_params
         self._apply_pending(run_context, eval_phase=False)
         self._record(now)
-        epoch, validated = self._cb_params.get("cur_epoch_num", 1), self._cb_params.get("eval_results") is not None
+        epoch, validated = cb_params.get("cur_epoch_num", 1), cb_params.get("eval_results") is not None
         self.state.end_epoch(int(epoch), now, validated=validated)
         self._refresh(now, boundary=True)
         self._guard(lambda: self.renderer.event("epoch_end", self._live_view(now)))
@@ -428,41 +380,42 @@ class LiveCallback(Callback):
     @_counted
     def on_train_end(self, run_context: RunContext) -> None:
         """The run ends here (the snapshot itself is drawn in ``__exit__``)."""
-        self._t_end = self._clock()
-        self._record(self._t_end)
-        self._callback_stop = run_context.get_stop_requested()
+        self._run.t_end = self._clock()
+        self._record(self._run.t_end)
+        self._run.callback_stop = run_context.get_stop_requested()
 
     @_counted
     def on_eval_begin(self, run_context: RunContext) -> None:
         """fit's validation (a phase of the run) or a stand-alone ``Model.eval`` run."""
         now, cb_params = self._clock(), run_context.original_args()
-        if self._run_kind is None:
+        if self._run.kind is None:
             self._start("eval", cb_params, now)
         else:
             self._record(now, before_eval=True)
             self._new_phase("eval", now)
         self.state.begin_eval(now, int(cb_params.get("batch_num", 0)) or None)
-        if self._run_kind == "train":
+        if self._run.kind == "train":
             self._apply_pending(run_context, eval_phase=True)
             self._refresh(now, boundary=True)
 
     def on_eval_step_end(self, run_context: RunContext) -> None:
         """Hot path of evaluation steps: a counter only."""
-        self._countdown -= 1
-        if self._countdown <= 0 or self._pending:
+        sampler = self._sampler
+        sampler.countdown -= 1
+        if sampler.countdown <= 0 or self._requests.pending:
             self._slow_path(run_context, True)
 
     @_counted
     def on_eval_end(self, run_context: RunContext) -> None:
         """Time the evaluation pass and add its table row (fit's validation: ``cb_params.eval_results``, set
         before ``on_eval_end`` as in MindSpore)."""
-        cb_params, now = self._cb_params, self._clock()
+        cb_params, now = self._run.cb_params, self._clock()
         self._apply_pending(run_context, eval_phase=True)
         self.state.record_eval_steps(now, int(cb_params.get("cur_step_num", 0)))
         partial = run_context.get_stop_requested()
         seconds = self.state.end_eval(now, complete=not partial)
-        if self._run_kind == "eval":
-            self._t_end = now
+        if self._run.kind == "eval":
+            self._run.t_end = now
             self.state.add_eval_row(now, cb_params.get("metrics") or {}, epoch=None, step=None, seconds=seconds,
                                     partial=partial)
             return
@@ -477,36 +430,36 @@ class LiveCallback(Callback):
     @_counted
     def _slow_path(self, run_context: RunContext, eval_phase: bool) -> None:
         self._apply_pending(run_context, eval_phase)
-        if self._countdown > 0:  # only a request was pending
+        if self._sampler.countdown > 0:  # only a request was pending
             return
         now = self._clock()
-        self._countdown = self._stride = _next_stride(self._stride, now - self._t_check)
-        self._t_check = now
-        if now - self._t_refresh >= self._interval:
+        self._sampler.check(now)
+        if self._scheduler.due(now):
             self._record(now)
             self._refresh(now)
 
     def _apply_pending(self, run_context: RunContext, eval_phase: bool, stops: bool = True) -> None:
         """Apply stop / learning-rate requests: always on the training thread, between steps.  ``stops=False``
         (an epoch begins: the loop runs its first step anyway) leaves a stop to that step's end, where it is."""
-        if not self._pending:
+        requests, run = self._requests, self._run
+        if not requests.pending:
             return
-        self._pending = False
-        cb_params, shared = self._cb_params, self._shared
-        lr, self._pending_lr = self._pending_lr, None
+        requests.pending = False
+        cb_params, shared = run.cb_params, run.shared
+        lr, requests.lr = requests.lr, None
         if lr is not None and cb_params.get("optimizer") is not None:
             step = self.state.global_step if eval_phase else int(cb_params.get("cur_step_num", 0))
             self.state.set_lr(apply_learning_rate(cb_params["optimizer"], lr), changed_at=step)
-        if shared is not None and self._prestop is not None:
-            shared.request_stop(self._prestop)
-            self._prestop = None
+        if shared is not None and requests.stop_before_start is not None:
+            shared.request_stop(requests.stop_before_start)
+            requests.stop_before_start = None
         if shared is None or shared.stop_reason is None or shared.stop_where is not None:
             return
         if not stops:
-            self._pending = True
+            requests.pending = True
             return
         step = int(cb_params.get("cur_step_num", 0))
-        if self._run_kind == "eval":
+        if run.kind == "eval":
             shared.stop_where = (None, step, None)
         elif eval_phase:
             shared.stop_where = (self.state.epoch, self.state.step_in_epoch, step)
@@ -514,126 +467,61 @@ class LiveCallback(Callback):
             batch_num = max(1, int(cb_params.get("batch_num", 1) or 1))
             shared.stop_where = (cb_params.get("cur_epoch_num"), (step - 1) % batch_num + 1 if step else 0, None)
         run_context.request_stop()
-        if eval_phase and self._train_ctx is not None:
-            self._train_ctx.request_stop()
-        self._countdown = 0  # refresh at once so the status shows the stop
+        if eval_phase and run.train_ctx is not None:
+            run.train_ctx.request_stop()
+        self._sampler.countdown = 0  # refresh at once so the status shows the stop
 
     def _record(self, now: float, *, before_eval: bool = False) -> None:
-        """Bring the state up to date, converting the pending losses (one synchronisation).  ``before_eval``: in
-        fit's ``on_eval_begin``, where ``cur_step_num`` is already 0 for the validation."""
-        cb_params = self._cb_params
-        if self._run_kind is None:
-            return
-        if self._phase == "eval":
-            self.state.record_eval_steps(now, int(cb_params.get("cur_step_num", 0)))
-            return
-        items, self._losses = self._losses, []
-        self._append = self._losses.append
-        losses = _losses_to_floats(items) if items and self.mode != "off" and not self._display_failed else []
-        step = self.state.global_step + len(items) if before_eval else int(cb_params.get("cur_step_num", 0))
-        batch = _batch_size(cb_params.get("train_dataset_element")) if self.state.samples_per_step is None else None
-        self.state.record_steps(now, step, losses, samples_per_step=batch)
-        self.state.set_lr(_get_lr(cb_params))
+        """Bring the state up to date, converting the pending losses (one synchronisation)."""
+        run = self._run
+        if run.kind is not None:
+            self._sampler.record(self.state, run.cb_params, now, phase=run.phase, before_eval=before_eval,
+                                 read=self.mode != "off" and not self._scheduler.failed)
 
     def _refresh(self, now: float, *, boundary: bool = False) -> None:
-        """Send the recorded state, at most once per interval.  At a ``boundary`` (a phase begins or ends) a send
+        """Send the recorded state, at most once per interval; at a ``boundary`` (a phase begins or ends) a send
         that is not due yet is left to a timer, in case no step comes to refresh when it is due."""
-        if self._run_kind is None or self.mode == "off" or self._display_failed:
+        if self._run.kind is None or self.mode == "off" or self._scheduler.failed:
             return
-        with self._lock:  # the timer may have just sent
-            wait = self._t_refresh + self._interval - now
-            if wait <= 0:
-                self._send(now)
-            elif boundary and self._timer is None and self.renderer.late_updates:
-                self._arm(wait + _LATE_GRACE)
+        self._scheduler.refresh(now, self._send, lambda: self._sampler.t_check, boundary=boundary,
+                                late=self.renderer.late_updates)
 
     def _send(self, now: float) -> None:
-        """Send the state now (the caller holds the lock); a timer has nothing left to do."""
-        self._disarm()
+        """Send the state now (the scheduler holds its lock)."""
         view = self._live_view(now)
         self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
-        self._t_refresh = now
-        self._refreshes += 1
-
-    def _disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _arm(self, delay: float) -> None:
-        """Have :meth:`_late_send` run on a timer thread in ``delay`` seconds (none if no thread can start)."""
-        timer = self._timer = threading.Timer(delay, lambda: self._late_send(timer))
-        timer.daemon = True
-        timer.name = "nbcallback-late-send"
-        try:
-            timer.start()
-        except RuntimeError:  # no thread to spare: the phase change waits for the next step, as without a timer
-            self._timer = None
-
-    def _late_send(self, timer: threading.Timer) -> None:
-        """The timer's send, when no step has refreshed since the phase changed: the state the training thread
-        recorded then is still current.  While the training thread still checks the clock (slow steps), it is
-        left to refresh when it next checks, and the timer looks again a little later."""
-        with self._lock:
-            if self._timer is not timer or self._run_kind is None:
-                return
-            now = self._clock()
-            if now - self._t_check < _LATE_GRACE:
-                self._arm(_LATE_GRACE)
-            else:
-                self._send(now)
-
-    def _guard(self, action: Callable[[], Any]) -> None:
-        """Run a display action; on failure warn once and switch the display off."""
-        with self._lock:
-            if self._display_failed:
-                return
-            try:
-                action()
-            except Exception as exc:  # a display problem must never stop training
-                self._display_failed = True
-                warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the display failed and is switched off "
-                              f"for this run ({type(exc).__name__}: {exc}); training continues.", RuntimeWarning,
-                              stacklevel=3)
-                try:
-                    self.renderer.abort()
-                except Exception:  # already failing; the warning above says why
-                    pass
 
     # ------------------------------------------------------------------ the end
 
     @_counted
     def _finalize(self, exc: BaseException | None) -> None:
         """Final status, final plot, static snapshot; close everything. Never raises."""
+        run, sampler = self._run, self._sampler
         # The run ended at on_train_end/on_eval_end; other callbacks' exits do not count.
-        now = self._t_end if self._t_end is not None and exc is None else self._clock()
-        with self._lock:  # a timer's send still running ends first; none starts after this
-            self._disarm()
+        now = run.t_end if run.t_end is not None and exc is None else self._clock()
+        with self._scheduler.lock:  # a timer's send still running ends first; none starts after this
+            self._scheduler.disarm()
         try:
-            if exc is not None and any(isinstance(t, torch.Tensor) and t.device.type != "cpu" for t in self._losses):
-                self._losses = [math.nan] * len(self._losses)  # after a device error, reading could fail again
+            if exc is not None and any(isinstance(t, torch.Tensor) and t.device.type != "cpu" for t in sampler.outputs):
+                sampler.outputs[:] = [math.nan] * len(sampler.outputs)  # after a device error, reading could fail
             try:
                 self._record(now)
             except Exception:  # the state is only for display; keep ending the run
                 pass
             self.state.finish(now, *self._ending(exc))
-            if self.mode != "off" and not self._display_failed:
+            if self.mode != "off" and not self._scheduler.failed:
                 started = time.perf_counter()
                 png, css_width = self._final_png() if self.state.kind == "train" else (None, None)
                 self.last_png = png or self.last_png
                 self._on_final_png(png)  # e.g. saves the PNG, which text renderers then name
-                view = self.state.view(now, live_rows=None, max_rows=self.max_rows)
+                view = self.state.view(now, live_rows=None, max_rows=self.settings.max_rows)
                 self._guard(lambda: self.renderer.finish(view, png, self._shows_status(), css_width))
                 self.final_seconds = time.perf_counter() - started
         finally:
-            if self._shared is not None:
-                self._shared.uninstall_signal(self)
-            self._prepared = self._background = False
-            self._run_kind = self._train_ctx = None
-            self._cb_params = {}
-            self._siblings = ()
-            self._losses = []
-            self._append = _DISCARD
+            if run.shared is not None:
+                run.shared.uninstall_signal(self)
+            self._run = _Run()
+            sampler.stop()
 
     def _wants_png(self) -> bool:
         """Whether this run ends with a PNG: a notebook snapshot (subclasses add ``save_path``)."""
@@ -664,16 +552,16 @@ class LiveCallback(Callback):
 
     def _ending(self, exc: BaseException | None) -> tuple[str, str, str | None]:
         """(status, status text, error) of a run ending with ``exc``."""
-        state = self.state
+        state, shared = self.state, self._run.shared
         if state.kind == "eval":
             where = Msg("where_step", step=state.eval_step)
         elif state.epoch is None:
             where = Msg("where_nowhere")
         else:
             where = Msg("where_epoch", epoch=state.epoch, step=state.step_in_epoch)
-        if exc is None and self._shared is not None and self._shared.stop_where is not None:
-            return "stopped", self._shared.describe_stop(), None
-        if exc is None and self._callback_stop:
+        if exc is None and shared is not None and shared.stop_where is not None:
+            return "stopped", shared.describe_stop(), None
+        if exc is None and self._run.callback_stop:
             return "stopped", Msg("stopped_by_callback", where=where), None
         if exc is None:
             return "finished", Msg("finished"), None
@@ -686,21 +574,20 @@ class LiveCallback(Callback):
     def view(self) -> View:
         """The current state of the (last) run, e.g. for a custom report; ``status_text`` is in the callback's
         language (``lang=``)."""
-        view = self.state.view(self._clock(), live_rows=None, max_rows=self.max_rows)
-        return dataclasses.replace(view, status_text=self.words.say(view.status_text))
+        view = self.state.view(self._clock(), live_rows=None, max_rows=self.settings.max_rows)
+        run = dataclasses.replace(view.run, status_text=self.words.say(view.status_text))
+        return dataclasses.replace(view, run=run)
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""
-        dropped = ("renderer", "_shared", "_siblings", "_cb_params", "_train_ctx", "_losses", "_append", "state",
-                   "_lock", "_timer")
+        dropped = ("renderer", "_run", "_sampler", "_scheduler", "_requests", "state")
         return {key: value for key, value in self.__dict__.items() if key not in dropped}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.state = TrainingState()
         self._depth = 0
-        self._prepared = False
-        self._lock = threading.RLock()
+        self._scheduler = RefreshScheduler(type(self).__name__, self._clock)
         self._init_run()
 
 

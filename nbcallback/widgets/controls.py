@@ -40,7 +40,7 @@ class RunShared:
         if self.stop_reason is None:
             self.stop_reason = reason
         for member in list(self.members):
-            member._poke()
+            member._notice_request()
 
     def describe_stop(self) -> str:
         """``"stopped by user at epoch 2, step 312 (Stop button)"``, as a :class:`Msg`."""

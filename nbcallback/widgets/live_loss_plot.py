@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nbcallback.widgets.base import LiveCallback, save_png
-from nbcallback.widgets.panels import Panel
+from nbcallback.widgets.panels import Panel, default_panels
 
 __all__ = ["LiveLossPlot"]
 
@@ -59,6 +59,12 @@ class LiveLossPlot(LiveCallback):
             raise TypeError(f"panels must be nbcallback.widgets.Panel objects, e.g. {example}")
         self.lr_panel = lr_panel
         super().__init__(display, **kwargs)
+
+    def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
+        """The default panels with this plot's ``groups``, extra ``panels`` and ``lr_panel`` choice."""
+        lr = bool(facts.get("lr_changed")) if self.lr_panel == "auto" else bool(self.lr_panel)
+        return default_panels(tuple(facts.get("metrics", ())), groups=self.groups, lr=lr,
+                              loss_positive=bool(facts.get("loss_positive", True)), extra=self.panels, w=self.words)
 
     def _wants_png(self) -> bool:
         return super()._wants_png() or self.save_path is not None

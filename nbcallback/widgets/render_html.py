@@ -60,7 +60,8 @@ def _bars_html(view: View, w: Words, inline: bool) -> str:
                 for key in ("bar-label", "bar-track", "bar-fill")}
         fill = _tag("span", "bar-fill", "", look["bar-fill"] or f"width:{width:.1f}%")  # the width: both need it
         inner = (_tag("span", "bar-label", escape(bar["label"]), look["bar-label"])
-                 + _tag("span", "bar-track", fill, look["bar-track"]) + " " + _tag("span", "bar-text", escape(bar["text"])))
+                 + _tag("span", "bar-track", fill, look["bar-track"]) + " "
+                 + _tag("span", "bar-text", escape(bar["text"])))
         out.append(_tag("div", "bar", inner, kind=bar["kind"]))
     return _tag("div", "bars", "".join(out)) if out else ""
 
@@ -146,7 +147,8 @@ def snapshot_bundle(
     lines = [summary] + [text for text in (view.error, lr_note(view, w)) if text]
     if view.rows and parts & {"progress", "table", "plot"}:
         rows = view.rows[-10:]
-        lines += text_table(dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0), w)
+        last = dataclasses.replace(view.table, rows=tuple(rows), rows_omitted=0, omitted_after=0)
+        lines += text_table(dataclasses.replace(view, table=last), w)
         if view.rows_total > len(rows):
             lines.append(w("last_rows_text", shown=len(rows), total=view.rows_total))
     if has_plot:

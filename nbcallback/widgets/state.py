@@ -37,19 +37,36 @@ class EvalRow:
     partial: bool = False
 
 
+class _Field:
+    """A :class:`View` attribute that reads the field of the same name in one of its groups."""
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, view: Any, owner: type | None = None) -> Any:
+        return self if view is None else getattr(getattr(view, self.group), self.name)
+
+
 @dataclass(frozen=True)
-class View:
-    """An immutable picture of a run for the renderers.  The less obvious fields: ``kind`` is ``'train'`` (train,
-    fit) or ``'eval'`` (``Model.eval``); ``phase`` is ``'eval'`` during fit's validation too; ``epochs_done`` leaves
-    out a stopped, partial epoch; ``rate`` is smoothed training steps/s, ``eval_rate`` the pass's average steps/s;
-    ``eta_total`` adds the predicted evaluations to ``eta_train`` (``eta_total_estimated``: none timed yet);
-    ``rows`` are the last ones while live, else a head and tail with ``rows_omitted`` left out after index
-    ``omitted_after``; ``display_seconds``: the display's time on the training thread."""
+class RunFacts:
+    """What the run is and how it stands (a :class:`View` group)."""
 
     kind: str
     status: str
     status_text: str
     phase: str
+    error: str | None
+    validates: bool = False
+
+
+@dataclass(frozen=True)
+class ProgressFacts:
+    """Where the run is (a :class:`View` group)."""
+
     epoch: int | None
     last_epoch: int | None
     epochs_done: int
@@ -61,6 +78,12 @@ class View:
     global_step: int
     eval_step: int
     eval_steps: int | None
+
+
+@dataclass(frozen=True)
+class SpeedFacts:
+    """Times and speeds (a :class:`View` group)."""
+
     elapsed: float
     rate: float | None
     eval_rate: float | None
@@ -68,18 +91,81 @@ class View:
     eta_train: float | None
     eta_total: float | None
     eta_total_estimated: bool
+    display_seconds: float
+
+
+@dataclass(frozen=True)
+class ValueFacts:
+    """The loss and the learning rate (a :class:`View` group)."""
+
     loss: float | None
     last_loss: float | None
     lr: float | None
     lr_changes: tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    """The evaluation table's rows (a :class:`View` group)."""
+
     columns: tuple[str, ...]
     rows: tuple[EvalRow, ...]
     rows_total: int
     rows_omitted: int
     omitted_after: int
-    error: str | None
-    display_seconds: float
-    validates: bool = False
+
+
+@dataclass(frozen=True)
+class View:
+    """An immutable picture of a run for the renderers, in five groups (``run``, ``progress``, ``speed``,
+    ``values``, ``table``) whose fields also read as the view's own (``view.epoch`` is ``view.progress.epoch``).
+    The less obvious ones: ``kind`` is ``'train'`` (train, fit) or ``'eval'`` (``Model.eval``); ``phase`` is
+    ``'eval'`` during fit's validation too; ``epochs_done`` leaves out a stopped, partial epoch; ``rate`` is smoothed
+    training steps/s, ``eval_rate`` the pass's average steps/s; ``eta_total`` adds the predicted evaluations to
+    ``eta_train`` (``eta_total_estimated``: none timed yet); ``rows`` are the last ones while live, else a head and
+    tail with ``rows_omitted`` left out after index ``omitted_after``; ``display_seconds``: the display's time on
+    the training thread."""
+
+    run: RunFacts
+    progress: ProgressFacts
+    speed: SpeedFacts
+    values: ValueFacts
+    table: TableFacts
+
+    kind = _Field("run")
+    status = _Field("run")
+    status_text = _Field("run")
+    phase = _Field("run")
+    error = _Field("run")
+    validates = _Field("run")
+    epoch = _Field("progress")
+    last_epoch = _Field("progress")
+    epochs_done = _Field("progress")
+    epochs = _Field("progress")
+    step_in_epoch = _Field("progress")
+    steps_per_epoch = _Field("progress")
+    steps_done = _Field("progress")
+    total_steps = _Field("progress")
+    global_step = _Field("progress")
+    eval_step = _Field("progress")
+    eval_steps = _Field("progress")
+    elapsed = _Field("speed")
+    rate = _Field("speed")
+    eval_rate = _Field("speed")
+    samples_per_step = _Field("speed")
+    eta_train = _Field("speed")
+    eta_total = _Field("speed")
+    eta_total_estimated = _Field("speed")
+    display_seconds = _Field("speed")
+    loss = _Field("values")
+    last_loss = _Field("values")
+    lr = _Field("values")
+    lr_changes = _Field("values")
+    columns = _Field("table")
+    rows = _Field("table")
+    rows_total = _Field("table")
+    rows_omitted = _Field("table")
+    omitted_after = _Field("table")
 
     @property
     def finished(self) -> bool:
@@ -116,15 +202,94 @@ def _finite(value: Any) -> float | None:
         return None
 
 
-#: The View fields that TrainingState keeps under the same attribute names (read them; its methods write them).
-_COPIED = ("kind", "status", "status_text", "phase", "epoch", "epochs_done", "epochs", "steps_per_epoch",
-           "global_step", "eval_step", "eval_steps", "rate", "eval_rate", "samples_per_step", "loss", "last_loss",
-           "lr", "error", "display_seconds", "validates")
+@dataclass
+class RunStatus:
+    """What the run is and how it stands."""
+
+    kind: str = "train"
+    phase: str = "train"
+    status: str = "starting"
+    status_text: Any = field(default_factory=lambda: Msg("starting"))
+    error: str | None = None
+    validates: bool = False  # fit with a validation set
+    t_start: float | None = None
+    t_end: float | None = None
+
+
+@dataclass
+class Progress:
+    """The plan (``epochs``, ``steps_per_epoch``, ``eval_steps``) and the counters."""
+
+    epochs: int = 0
+    steps_per_epoch: int = 0
+    epoch: int | None = None
+    epochs_done: int = 0
+    first_epoch: int | None = None
+    epoch_open: bool = False
+    epoch_began_at: int = 0  # the global step when the current epoch began
+    epochs_ended: int = 0
+    epochs_validated: int = 0
+    global_step: int = 0
+    first_global: int = 0
+    eval_step: int = 0
+    eval_steps: int | None = None
+
+    @property
+    def step_in_epoch(self) -> int:
+        """1-based step within the current epoch (0 before its first step)."""
+        if self.epoch_open and self.global_step == self.epoch_began_at:
+            return 0
+        if self.global_step > self.first_global and self.steps_per_epoch:
+            return (self.global_step - 1) % self.steps_per_epoch + 1
+        return 0
+
+
+@dataclass
+class Timing:
+    """Speeds and the times they are measured from."""
+
+    rate: float | None = None  # smoothed training steps/s
+    train_mark: tuple[float, int] | None = None  # (time, step) of the last rate measurement
+    eval_rate: float | None = None
+    samples_per_step: int | None = None
+    t_eval_start: float | None = None
+    eval_cut: bool = False  # a stop request cut the current validation pass short
+    pass_seconds: float | None = None  # the last complete validation pass
+    display_seconds: float = 0.0  # the display's time on the training thread
+
+
+@dataclass
+class LossAverage:
+    """The smoothed loss: an EMA (``avg`` before bias correction, over ``count`` finite values) with factor
+    ``beta``; ``last`` the last step's raw loss; ``positive``: every finite loss so far was > 0."""
+
+    loss: float | None = None
+    last: float | None = None
+    avg: float = 0.0
+    count: int = 0
+    beta: float = 0.98
+    positive: bool = True
+
+
+@dataclass
+class History:
+    """The series and the evaluation table: the loss buckets, the lr points (and the changes made through the
+    controls), one series per metric, the table's rows and columns, and the current learning rate."""
+
+    loss: Buckets
+    lr_series: Points
+    lr: float | None = None
+    lr_changes: list[tuple[int, float]] = field(default_factory=list)
+    evals: dict[str, Points] = field(default_factory=dict)
+    rows: list[EvalRow] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
 
 
 class TrainingState:
-    """Counters, rates, ETAs, loss series and the evaluation table of one run (thread-safe: one lock).  The
-    attributes named like :class:`View` fields (``status``, ``epoch``, ``global_step``, ...) are for reading.
+    """Counters, rates, ETAs, loss series and the evaluation table of one run (thread-safe: one lock), kept in
+    small groups: ``run`` (:class:`RunStatus`), ``progress`` (:class:`Progress`), ``timing`` (:class:`Timing`),
+    ``losses`` (:class:`LossAverage`) and ``history`` (:class:`History`).  Read them; its methods write them.
+    The most read values have properties (``kind``, ``epoch``, ``global_step``, ``step_in_epoch`` ...).
 
     Args:
         smoothing: the EMA factor of the smoothed loss (bias-corrected), at most: a run of fewer than 1,250
@@ -151,52 +316,11 @@ class TrainingState:
     def reset(self) -> None:
         """Forget everything (a new run)."""
         with self._lock:
-            # what the run is and how it stands
-            self.kind = "train"
-            self.phase = "train"
-            self.status = "starting"
-            self.status_text = Msg("starting")
-            self.error: str | None = None
-            self.validates = False
-            self._t_start: float | None = None
-            self._t_end: float | None = None
-            # the plan and the counters
-            self.epochs = 0
-            self.steps_per_epoch = 0
-            self.epoch: int | None = None
-            self.epochs_done = 0
-            self._first_epoch: int | None = None
-            self._epoch_open = False
-            self._epoch_began_at = 0  # the global step when the current epoch began
-            self._epochs_ended = 0
-            self._epochs_validated = 0
-            self.global_step = 0
-            self._first_global = 0
-            self.eval_step = 0
-            self.eval_steps: int | None = None
-            self._t_eval_start: float | None = None
-            self._eval_cut = False  # a stop request cut the current validation pass short
-            self._pass_seconds: float | None = None  # the last complete validation pass
-            # speeds and values
-            self.rate: float | None = None
-            self._train_mark: tuple[float, int] | None = None  # (time, step) of the last rate measurement
-            self.eval_rate: float | None = None
-            self.samples_per_step: int | None = None
-            self.loss: float | None = None
-            self.last_loss: float | None = None
-            self._avg = 0.0  # the loss EMA before bias correction
-            self._avg_count = 0
-            self._beta = self.smoothing
-            self._loss_positive = True
-            self.lr: float | None = None
-            self.display_seconds = 0.0
-            # series and table
-            self._loss_series = Buckets(self.max_points)
-            self._lr_series = Points(self.max_points)
-            self._lr_changes: list[tuple[int, float]] = []
-            self._evals: dict[str, Points] = {}
-            self._rows: list[EvalRow] = []
-            self._columns: list[str] = []
+            self.run = RunStatus()
+            self.progress = Progress()
+            self.timing = Timing()
+            self.losses = LossAverage(beta=self.smoothing)
+            self.history = History(Buckets(self.max_points), Points(self.max_points))
 
     def start(self, now: float, *, kind: str = "train", epochs: int = 1, steps_per_epoch: int = 0,
               first_global_step: int = 0, has_validation: bool = False, eval_steps: int | None = None,
@@ -212,21 +336,21 @@ class TrainingState:
             raise ValueError(f"kind must be 'train' or 'eval', got {kind!r}")
         with self._lock:
             self.reset()
-            self.kind = self.phase = kind
-            self.status, self.status_text = "running", Msg("running" if kind == "train" else "evaluating")
-            self._t_start = now
-            self.epochs, self.steps_per_epoch = max(0, int(epochs)), max(0, int(steps_per_epoch))
-            self._first_global = self.global_step = int(first_global_step)
-            self.validates = bool(has_validation)
-            self.eval_steps = int(eval_steps) if eval_steps else None
-            planned = self.epochs * self.steps_per_epoch
-            self._loss_series = Buckets(self.max_points, planned=planned)
+            self.run.kind = self.run.phase = kind
+            self.run.status, self.run.status_text = "running", Msg("running" if kind == "train" else "evaluating")
+            self.run.t_start = now
+            self.progress.epochs, self.progress.steps_per_epoch = max(0, int(epochs)), max(0, int(steps_per_epoch))
+            self.progress.first_global = self.progress.global_step = int(first_global_step)
+            self.run.validates = bool(has_validation)
+            self.progress.eval_steps = int(eval_steps) if eval_steps else None
+            planned = self.progress.epochs * self.progress.steps_per_epoch
+            self.history.loss = Buckets(self.max_points, planned=planned)
             window = planned / _SMOOTHING_SHARE  # steps the average spans, at most
             if window > 1:
-                self._beta = min(self.smoothing, 1 - 1 / window)
-            self.lr = _finite(lr)
-            if self.lr is not None and kind == "train":
-                self._lr_series.add(self._first_global, self.lr)
+                self.losses.beta = min(self.smoothing, 1 - 1 / window)
+            self.history.lr = _finite(lr)
+            if self.history.lr is not None and kind == "train":
+                self.history.lr_series.add(self.progress.first_global, self.history.lr)
 
     def begin_epoch(self, epoch: int, now: float, global_step: int | None = None) -> None:
         """A training epoch starts (``epoch``, ``global_step``: ``cb_params.cur_epoch_num``, ``cur_step_num``).
@@ -235,80 +359,83 @@ class TrainingState:
         :meth:`start`.  The steps and whole epochs already trained then count as done.
         """
         with self._lock:
-            if self._first_epoch is None:
-                self.global_step = max(self.global_step, int(global_step or 0))
-                resumed = (self.global_step - self._first_global) // self.steps_per_epoch if self.steps_per_epoch else 0
-                self._first_epoch = int(epoch) - resumed
-                self.epochs_done += resumed
-            self.epoch = int(epoch)
-            self._epoch_open = True
-            self._epoch_began_at = self.global_step
-            self.phase = "train"
-            self._eval_cut = False
-            self._train_mark = None  # the first step of an epoch includes the loader's start-up
+            if self.progress.first_epoch is None:
+                self.progress.global_step = max(self.progress.global_step, int(global_step or 0))
+                progress = self.progress
+                trained = progress.global_step - progress.first_global
+                resumed = trained // progress.steps_per_epoch if progress.steps_per_epoch else 0
+                self.progress.first_epoch = int(epoch) - resumed
+                self.progress.epochs_done += resumed
+            self.progress.epoch = int(epoch)
+            self.progress.epoch_open = True
+            self.progress.epoch_began_at = self.progress.global_step
+            self.run.phase = "train"
+            self.timing.eval_cut = False
+            self.timing.train_mark = None  # the first step of an epoch includes the loader's start-up
 
     def record_steps(self, now: float, global_step: int, losses: Sequence[float] = (),
                      samples_per_step: int | None = None) -> None:
         """Training reached ``global_step``; ``losses`` are the raw losses of the last ``len(losses)`` steps;
         ``samples_per_step``: the batch size, for samples/s (the first one given is kept)."""
         with self._lock:
-            if self.samples_per_step is None and samples_per_step:
-                self.samples_per_step = int(samples_per_step)
+            if self.timing.samples_per_step is None and samples_per_step:
+                self.timing.samples_per_step = int(samples_per_step)
             step = int(global_step)
-            mark = self._train_mark
+            mark = self.timing.train_mark
             if mark is None or (step > mark[1] and now > mark[0]):  # a phase's first mark includes its warm-up
                 if mark is not None:
                     measured = (step - mark[1]) / (now - mark[0])
                     weight = self.rate_smoothing
-                    self.rate = measured if self.rate is None else weight * measured + (1 - weight) * self.rate
-                self._train_mark = (now, step)
-            self.global_step = step
-            beta = self._beta
-            avg = self._avg  # the EMA before bias correction (a local: this loop runs once per step)
-            count = self._avg_count
-            smoothed = self.loss
+                    old = self.timing.rate
+                    self.timing.rate = measured if old is None else weight * measured + (1 - weight) * old
+                self.timing.train_mark = (now, step)
+            self.progress.global_step = step
+            beta = self.losses.beta
+            avg = self.losses.avg  # the EMA before bias correction (a local: this loop runs once per step)
+            count = self.losses.count
+            smoothed = self.losses.loss
             for x, value in enumerate(losses, start=step - len(losses) + 1):
                 if math.isfinite(value):  # a NaN step shows as a gap; it must not poison the average
-                    self._loss_positive = self._loss_positive and value > 0
+                    self.losses.positive = self.losses.positive and value > 0
                     count += 1
                     avg = beta * avg + (1 - beta) * value
                     smoothed = avg / (1 - beta**count)
-                self._loss_series.add(x, value, smoothed)
-            self._avg = avg
-            self._avg_count = count
-            self.loss = smoothed
+                self.history.loss.add(x, value, smoothed)
+            self.losses.avg = avg
+            self.losses.count = count
+            self.losses.loss = smoothed
             if losses:
-                self.last_loss = float(losses[-1])
+                self.losses.last = float(losses[-1])
 
     def begin_eval(self, now: float, total: int | None) -> None:
         """An evaluation pass of ``total`` steps starts (fit's validation)."""
         with self._lock:
-            self.phase = "eval"
-            self.eval_step = 0
+            self.run.phase = "eval"
+            self.progress.eval_step = 0
             if total:
-                self.eval_steps = int(total)
-            self._t_eval_start = now
-            self._eval_cut = False
+                self.progress.eval_steps = int(total)
+            self.timing.t_eval_start = now
+            self.timing.eval_cut = False
 
     def record_eval_steps(self, now: float, step: int) -> None:
         """The evaluation pass reached ``step`` (1-based within the pass); its rate is the pass's average."""
         with self._lock:
-            self.eval_step = int(step)
-            if self._t_eval_start is not None and now > self._t_eval_start and self.eval_step:
-                self.eval_rate = self.eval_step / (now - self._t_eval_start)
+            self.progress.eval_step = int(step)
+            if self.timing.t_eval_start is not None and now > self.timing.t_eval_start and self.progress.eval_step:
+                self.timing.eval_rate = self.progress.eval_step / (now - self.timing.t_eval_start)
 
     def end_eval(self, now: float, complete: bool = True) -> float | None:
         """The evaluation pass ended; returns its duration.  A pass stopped early (not ``complete``) does not
         predict the next ones, and the final picture keeps its eval phase and step."""
         with self._lock:
-            seconds = None if self._t_eval_start is None else max(0.0, now - self._t_eval_start)
-            if complete and seconds is not None and self.eval_step:
-                self._pass_seconds = seconds
-            if self.kind == "train":
-                self._eval_cut = not complete
+            seconds = None if self.timing.t_eval_start is None else max(0.0, now - self.timing.t_eval_start)
+            if complete and seconds is not None and self.progress.eval_step:
+                self.timing.pass_seconds = seconds
+            if self.run.kind == "train":
+                self.timing.eval_cut = not complete
                 if complete:
-                    self.phase = "train"
-            self._train_mark = None
+                    self.run.phase = "train"
+            self.timing.train_mark = None
             return seconds
 
     def add_eval_row(self, now: float, values: Mapping[str, Any], *, epoch: int | None, step: int | None,
@@ -319,101 +446,126 @@ class TrainingState:
             loss, eval_loss = _finite(values.get("loss")), _finite(values.get("eval_loss"))
             same = loss is not None and eval_loss is not None and math.isclose(loss, eval_loss, rel_tol=1e-5)
             clean = {str(name): value for name, value in values.items() if not (same and name == "eval_loss")}
-            self._columns += [name for name in clean if name not in self._columns]
+            self.history.columns += [name for name in clean if name not in self.history.columns]
             row = EvalRow(epoch, step, clean, seconds, self._elapsed(now), partial)
-            self._rows.append(row)
-            x = float(step if step is not None else self.global_step)
+            self.history.rows.append(row)
+            x = float(step if step is not None else self.progress.global_step)
             for name, value in clean.items():
                 number = _finite(value)
                 if number is not None:
-                    self._evals.setdefault(name, Points(self.max_points)).add(x, number)
+                    self.history.evals.setdefault(name, Points(self.max_points)).add(x, number)
             return row
 
     def end_epoch(self, epoch: int, now: float, validated: bool) -> None:
         """A training epoch ended (after its validation, if any)."""
         with self._lock:
-            if self.steps_per_epoch == 0 or self.step_in_epoch == self.steps_per_epoch:
-                self.epochs_done += 1  # a stopped, partial epoch does not count as done
-            self._epoch_open = False
-            self._epochs_ended += 1
-            self._epochs_validated += bool(validated)
-            if not self._eval_cut:
-                self.phase = "train"
+            if self.progress.steps_per_epoch == 0 or self.step_in_epoch == self.progress.steps_per_epoch:
+                self.progress.epochs_done += 1  # a stopped, partial epoch does not count as done
+            self.progress.epoch_open = False
+            self.progress.epochs_ended += 1
+            self.progress.epochs_validated += bool(validated)
+            if not self.timing.eval_cut:
+                self.run.phase = "train"
 
     def set_lr(self, lr: float | None, *, changed_at: int | None = None) -> None:
         """The current learning rate; ``changed_at`` (a global step) records a change made through the controls.
         The lr line gets a point whenever the value differs from the last one."""
         with self._lock:
-            value = self.lr = _finite(lr)
+            value = self.history.lr = _finite(lr)
             if value is None:
                 return
             if changed_at is not None:
-                self._lr_changes.append((int(changed_at), value))
-            if self._lr_series.last() != value:
-                self._lr_series.add(changed_at if changed_at is not None else self.global_step, value)
+                self.history.lr_changes.append((int(changed_at), value))
+            if self.history.lr_series.last() != value:
+                self.history.lr_series.add(changed_at if changed_at is not None else self.progress.global_step, value)
 
     def note_display_cost(self, seconds: float) -> None:
         """Add time the display took on the training thread (its overhead)."""
         with self._lock:
-            self.display_seconds += max(0.0, seconds)
+            self.timing.display_seconds += max(0.0, seconds)
 
     def finish(self, now: float, status: str, text: str | None = None, error: str | None = None) -> None:
         """End the run with a final ``status`` and its human ``text``."""
         if status not in FINAL_STATUSES:
             raise ValueError(f"status must be one of {sorted(FINAL_STATUSES)}, got {status!r}")
         with self._lock:
-            if self._t_start is None:
-                self._t_start = now
-            self.status, self.error, self._t_end = status, error, now
-            self.status_text = text or (Msg(status) if status == "finished" else status)
-            if self._t_eval_start is not None and self.phase == "eval" and self.kind == "train" and not self._eval_cut:
-                self.phase = "train"
+            if self.run.t_start is None:
+                self.run.t_start = now
+            self.run.status, self.run.error, self.run.t_end = status, error, now
+            self.run.status_text = text or (Msg(status) if status == "finished" else status)
+            run, timing = self.run, self.timing
+            if timing.t_eval_start is not None and run.phase == "eval" and run.kind == "train" and not timing.eval_cut:
+                self.run.phase = "train"
 
     # ------------------------------------------------------------------ reading
 
     @property
+    def kind(self) -> str:
+        """``'train'`` (train, fit) or ``'eval'`` (``Model.eval``)."""
+        return self.run.kind
+
+    @property
+    def epoch(self) -> int | None:
+        """The current epoch (``cb_params.cur_epoch_num``), None before the first."""
+        return self.progress.epoch
+
+    @property
+    def global_step(self) -> int:
+        """The training steps so far (``cb_params.cur_step_num``)."""
+        return self.progress.global_step
+
+    @property
     def step_in_epoch(self) -> int:
         """1-based step within the current epoch (0 before its first step)."""
-        if self._epoch_open and self.global_step == self._epoch_began_at:
-            return 0
-        if self.global_step > self._first_global and self.steps_per_epoch:
-            return (self.global_step - 1) % self.steps_per_epoch + 1
-        return 0
+        return self.progress.step_in_epoch
+
+    @property
+    def eval_step(self) -> int:
+        """The step within the current evaluation pass."""
+        return self.progress.eval_step
+
+    @property
+    def samples_per_step(self) -> int | None:
+        """The batch size, once known."""
+        return self.timing.samples_per_step
 
     def _elapsed(self, now: float) -> float:
-        if self._t_start is None:
+        if self.run.t_start is None:
             return 0.0
-        return max(0.0, (self._t_end if self._t_end is not None else now) - self._t_start)
+        return max(0.0, (self.run.t_end if self.run.t_end is not None else now) - self.run.t_start)
 
     def _etas(self) -> tuple[float | None, float | None, bool]:
         """(training left, everything left, whether the evaluations' part is a guess), in seconds."""
-        if self.kind == "eval":
-            if self.eval_steps is None or not self.eval_rate:
+        if self.run.kind == "eval":
+            if self.progress.eval_steps is None or not self.timing.eval_rate:
                 return None, None, False
-            left = max(0, self.eval_steps - self.eval_step) / self.eval_rate
+            left = max(0, self.progress.eval_steps - self.progress.eval_step) / self.timing.eval_rate
             return left, left, False
-        left_steps = max(0, self.epochs * self.steps_per_epoch - (self.global_step - self._first_global))
-        if left_steps and not self.rate:
+        progress = self.progress
+        left_steps = max(0, progress.epochs * progress.steps_per_epoch - (progress.global_step - progress.first_global))
+        if left_steps and not self.timing.rate:
             return None, None, False
-        eta = left_steps / self.rate if left_steps else 0.0
-        if not self.validates:
+        eta = left_steps / self.timing.rate if left_steps else 0.0
+        if not self.run.validates:
             return eta, eta, False
-        pass_seconds = self._pass_seconds
+        pass_seconds = self.timing.pass_seconds
         if pass_seconds is None:  # a guess from the training speed
-            pass_seconds = self.eval_steps * self.eval_cost_guess / self.rate if self.eval_steps and self.rate else 0
+            steps, rate = progress.eval_steps, self.timing.rate
+            pass_seconds = steps * self.eval_cost_guess / rate if steps and rate else 0
         # Validations to come: the epochs left (this one too until its validation starts) times the share of the
         # ended epochs that were validated (fit's valid_frequency is not in cb_params).
-        if self.epoch is None:
-            epochs_left = self.epochs
+        if self.progress.epoch is None:
+            epochs_left = self.progress.epochs
         else:
-            last = (self._first_epoch or 1) + self.epochs - 1
-            epochs_left = last - self.epoch + (self._epoch_open and self.phase == "train")
-        share = self._epochs_validated / self._epochs_ended if self._epochs_ended else 1.0
+            last = (self.progress.first_epoch or 1) + self.progress.epochs - 1
+            epochs_left = last - self.progress.epoch + (self.progress.epoch_open and self.run.phase == "train")
+        share = self.progress.epochs_validated / self.progress.epochs_ended if self.progress.epochs_ended else 1.0
         extra = max(0, epochs_left) * share * pass_seconds
-        if self.phase == "eval" and self.eval_steps:
-            left = max(0, self.eval_steps - self.eval_step)
-            extra += left / self.eval_rate if self.eval_rate else pass_seconds * left / self.eval_steps
-        return eta, eta + extra, self._pass_seconds is None
+        if self.run.phase == "eval" and self.progress.eval_steps:
+            left = max(0, self.progress.eval_steps - self.progress.eval_step)
+            eval_rate = self.timing.eval_rate
+            extra += left / eval_rate if eval_rate else pass_seconds * left / self.progress.eval_steps
+        return eta, eta + extra, self.timing.pass_seconds is None
 
     def view(self, now: float, *, live_rows: int | None = 10, max_rows: int | None = None) -> View:
         """An immutable picture of the run at ``now``.
@@ -423,7 +575,7 @@ class TrainingState:
             max_rows: with ``live_rows=None``, at most this many rows: a tenth from the start, the rest from the end.
         """
         with self._lock:
-            rows = self._rows
+            rows = self.history.rows
             omitted, omitted_after = 0, len(rows)
             if live_rows is not None:
                 rows, omitted_after = rows[-live_rows:] if live_rows > 0 else [], 0
@@ -433,44 +585,45 @@ class TrainingState:
                 omitted, omitted_after = len(rows) - head - tail, head
                 rows = rows[:head] + (rows[-tail:] if tail else [])
             eta_train, eta_total, estimated = self._etas()
+            run, progress, timing, losses = self.run, self.progress, self.timing, self.losses
             return View(
-                **{name: getattr(self, name) for name in _COPIED},
-                last_epoch=None if self._first_epoch is None else self._first_epoch + self.epochs - 1,
-                step_in_epoch=self.step_in_epoch,
-                steps_done=self.global_step - self._first_global,
-                total_steps=self.epochs * self.steps_per_epoch,
-                elapsed=self._elapsed(now),
-                eta_train=eta_train,
-                eta_total=eta_total,
-                eta_total_estimated=estimated,
-                lr_changes=tuple(self._lr_changes),
-                columns=tuple(self._columns),
-                rows=tuple(rows),
-                rows_total=len(self._rows),
-                rows_omitted=omitted,
-                omitted_after=omitted_after,
+                RunFacts(run.kind, run.status, run.status_text, run.phase, run.error, run.validates),
+                ProgressFacts(
+                    epoch=progress.epoch,
+                    last_epoch=None if progress.first_epoch is None else progress.first_epoch + progress.epochs - 1,
+                    epochs_done=progress.epochs_done, epochs=progress.epochs, step_in_epoch=progress.step_in_epoch,
+                    steps_per_epoch=progress.steps_per_epoch, steps_done=progress.global_step - progress.first_global,
+                    total_steps=progress.epochs * progress.steps_per_epoch, global_step=progress.global_step,
+                    eval_step=progress.eval_step, eval_steps=progress.eval_steps),
+                SpeedFacts(self._elapsed(now), timing.rate, timing.eval_rate, timing.samples_per_step, eta_train,
+                           eta_total, estimated, timing.display_seconds),
+                ValueFacts(losses.loss, losses.last, self.history.lr, tuple(self.history.lr_changes)),
+                TableFacts(tuple(self.history.columns), tuple(rows), len(self.history.rows), omitted, omitted_after),
             )
 
     # ------------------------------------------------------------------ plot data
 
     def _frame(self) -> dict[str, Any]:
         """The planned x range and epoch marks (global steps), and the facts that choose the panels."""
-        spe, first, planned = self.steps_per_epoch, self._first_global, self.epochs * self.steps_per_epoch
-        end = max(first + planned if planned > 0 else first + 1, self.global_step)
+        progress = self.progress
+        spe, first = progress.steps_per_epoch, progress.first_global
+        planned = progress.epochs * spe
+        end = max(first + planned if planned > 0 else first + 1, self.progress.global_step)
         return {"x_range": [float(first), float(end)],
-                "epoch_marks": [float(first + k * spe) for k in range(1, self.epochs)] if spe else [],
-                "metrics": list(self._evals), "loss_positive": self._loss_positive,
-                "lr_changed": len(self._lr_series) > 1}
+                "epoch_marks": [float(first + k * spe) for k in range(1, self.progress.epochs)] if spe else [],
+                "metrics": list(self.history.evals), "loss_positive": self.losses.positive,
+                "lr_changed": len(self.history.lr_series) > 1}
 
     def _series(self) -> dict[str, Buckets | Points]:
-        found = {"loss": self._loss_series, **{"eval:" + name: p for name, p in self._evals.items()}}
-        return {key: series for key, series in {**found, "lr": self._lr_series}.items() if len(series)}
+        found = {"loss": self.history.loss, **{"eval:" + name: p for name, p in self.history.evals.items()}}
+        return {key: series for key, series in {**found, "lr": self.history.lr_series}.items() if len(series)}
 
     def _lr_tail(self) -> dict[str, float] | None:
         """The lr line runs on to the current step."""
-        if not len(self._lr_series) or self.lr is None or self.global_step <= self._lr_series.x[-1]:
+        lr, series = self.history.lr, self.history.lr_series
+        if not len(series) or lr is None or self.progress.global_step <= series.x[-1]:
             return None
-        return {"x": float(self.global_step), "y": self.lr}
+        return {"x": float(self.progress.global_step), "y": self.history.lr}
 
     def plot_data(self) -> PlotData:
         """Every point of every series (at most ``max_points`` each), for the final PNG."""
@@ -495,11 +648,11 @@ class TrainingState:
                     deltas[key] = delta
             lr_tail = self._lr_tail()
             if lr_tail is not None:
-                empty = {"gen": self._lr_series.gen, "start": len(self._lr_series), "x": [], "y": []}
+                empty = {"gen": self.history.lr_series.gen, "start": len(self.history.lr_series), "x": [], "y": []}
                 deltas.setdefault("lr", empty)["tail"] = lr_tail
             return {**self._frame(), "series": deltas}, held
 
     def loss_points(self) -> int:
         """How many raw loss values were recorded."""
         with self._lock:
-            return self._loss_series.count
+            return self.history.loss.count

@@ -97,7 +97,7 @@ EDGE_JS = """() => {
     [{}, {}],
     [{ parts: ["progress", "plot", "table", "controls"] }, { series: {} }],
     [{ panels, x_range: [5, 5], epoch_marks: [5, "x", null] }, {
-      status: { state: "error" }, bars: [{}, { kind: "train", value: 3, max: 0 }], table: { rows: [[1, null]] },
+      state: "error", html: { head: 3, table: null }, y_ranges: [[0, -1], null, "x"],
       controls: { enabled: true }, series: {
         loss: { gen: 0, start: 0, x: [5, 6, 7], y: [0, -1, null], lo: [null, 0, 1], hi: [1, 2] },
         "eval:loss": { gen: 0, start: 0, x: [6], y: [0.5], tail: { x: 7, y: null } },
@@ -105,7 +105,7 @@ EDGE_JS = """() => {
         one: { gen: 0, start: 0, x: [5], y: [3] },
         lr: { gen: 0, start: 0, x: [5], y: [0] },
       } }],
-    [{ panels: [null, { lines: null }, { title: 3, lines: [null, {}] }], x_range: null }, { series: null, table: null, bars: null }],
+    [{ panels: [null, { lines: null }, { title: 3, lines: [null, {}] }], x_range: null }, { series: null, html: null, y_ranges: null }],
   ];
   const box = document.createElement("div");
   document.body.replaceChildren(box);
@@ -136,7 +136,8 @@ LIVE_JS = """async () => {
   const points = () => d().split(/[ML]/).filter(Boolean).length;
   const n = m.get("view").series.loss.x.length;
   const before = points();
-  const view = (series, status) => ({ ...m.get("view"), status: { state: status, text: status }, series });
+  const status = (state) => `<div class="nbc-status" data-state="${state}"><span class="nbc-status-text">${state}</span></div>`;
+  const view = (series, state) => ({ ...m.get("view"), state, html: { head: status(state), table: "" }, series });
   m.set("view", view({ loss: { gen: 1, start: n, x: [1504, 1520], y: [0.15, 0.14], lo: [0.1, 0.1], hi: [0.2, 0.2], tail: null } }, "running"));
   await frame();
   const grown = points();

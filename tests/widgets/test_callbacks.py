@@ -104,8 +104,8 @@ def test_clock_is_read_about_twenty_times_per_second_not_per_step() -> None:
     assert view.steps_done == steps and view.status == "finished"
     # ~20 checks per second over 4 s plus a few per hook; far fewer than 2000 steps.
     assert clock.reads < 4 * 20 + 40, clock.reads
-    assert bar._stride == 25
-    assert 10 <= bar._refreshes <= 4 / 0.25 + 1  # one refresh per 0.25 s at most, and steadily
+    assert bar._sampler.stride == 25
+    assert 10 <= bar._scheduler.refreshes <= 4 / 0.25 + 1  # one refresh per 0.25 s at most, and steadily
 
 
 class CountingTensor(torch.Tensor):
@@ -128,7 +128,7 @@ class CountingTensor(torch.Tensor):
 def test_recorded_outputs_become_the_losses_mindspore_would_print() -> None:
     """First element of a tuple, mean of a multi-element tensor, NaN for what is not a number;
     the same values whether the tensors are read one by one (CPU) or stacked (device)."""
-    from nbcallback.widgets.base import _losses_to_floats
+    from nbcallback.widgets.sampling import losses_to_floats
 
     def outputs(kind=torch.Tensor):
         return [torch.tensor(1.5).as_subclass(kind), (torch.tensor([2.0, 4.0]).as_subclass(kind), 1), 3, "n/a",
@@ -136,11 +136,11 @@ def test_recorded_outputs_become_the_losses_mindspore_would_print() -> None:
 
     expected = [1.5, 3.0, 3.0, math.nan, 7.0, 2.5]
     for kind in (torch.Tensor, CountingTensor):
-        got = _losses_to_floats(outputs(kind))
+        got = losses_to_floats(outputs(kind))
         assert [round(v, 6) for v in got if v == v] == [v for v in expected if v == v]
         assert math.isnan(got[3]) and all(type(v) is float for v in got)
     # Values already on the CPU keep their precision (not rounded through float32 on the way).
-    assert _losses_to_floats([(torch.tensor(0.123456789, dtype=torch.float64), 1), 0.1]) == [0.123456789, 0.1]
+    assert losses_to_floats([(torch.tensor(0.123456789, dtype=torch.float64), 1), 0.1]) == [0.123456789, 0.1]
 
 
 def test_losses_are_read_in_batches_at_refresh_ticks_only() -> None:
@@ -156,8 +156,8 @@ def test_losses_are_read_in_batches_at_refresh_ticks_only() -> None:
     CountingTensor.reads = 0
     steps = 1000
     model.train(1, batches(steps), callbacks=[Ticker(clock, 0.002), bar])
-    ticks = bar._refreshes + 3  # + the forced ones at epoch end, train end and the final record
-    print(f"device reads: {CountingTensor.reads} for {steps} steps ({bar._refreshes} refreshes)")
+    ticks = bar._scheduler.refreshes + 3  # + the forced ones at epoch end, train end and the final record
+    print(f"device reads: {CountingTensor.reads} for {steps} steps ({bar._scheduler.refreshes} refreshes)")
     assert CountingTensor.reads <= ticks + 2
     assert CountingTensor.reads < steps / 20
     assert bar.state.loss_points() == steps  # yet every step's loss is in the plot data

@@ -99,7 +99,8 @@ def test_one_widget_per_run_and_its_view_deltas_add_up_to_the_series(executed) -
     later = [len(v.get("series", {}).get("loss", {}).get("x", [])) for v in sent[1:]]
     assert max(later) <= 200, later  # about a third of a second of steps each
     last = sent[-1]
-    assert last["bars"][0]["kind"] == "epoch" and last["status"]["state"] == "running"
+    assert '<div class="nbc-bar" data-kind="epoch">' in last["html"]["head"] and last["state"] == "running"
+    assert 'data-state="running"' in last["html"]["head"]
 
 
 def test_live_traffic_is_throttled(executed) -> None:
@@ -174,8 +175,8 @@ def test_progress_bar_and_loss_plot_together_show_one_status_line(executed) -> N
     specs = client.widget_specs(3)
     by_parts = {tuple(specs[cid]["parts"]): sent for cid, sent in views.items()}
     assert set(by_parts) == {("plot",), ("progress", "table")}
-    assert all(v["status"] is None for v in by_parts[("plot",)])  # the plot leaves the status line ...
-    assert all(v["status"]["text"] for v in by_parts[("progress", "table")])  # ... to the progress bar
+    assert not any("nbc-status" in v["html"]["head"] for v in by_parts[("plot",)])  # the plot leaves the status
+    assert all('class="nbc-status-text"' in v["html"]["head"] for v in by_parts[("progress", "table")])  # to the bar
     outputs = nb.cells[3].outputs
     html = "".join(out.get("data", {}).get("text/html", "") for out in outputs)
     assert html.count("✔ finished") == 1

@@ -453,10 +453,10 @@ def test_a_negative_loss_switches_the_loss_panel_to_linear() -> None:
 
 
 def test_check_stride_aims_at_twenty_checks_per_second_and_grows_at_most_fourfold() -> None:
-    from nbcallback.widgets.base import _next_stride
+    from nbcallback.widgets.sampling import next_stride
 
-    assert _next_stride(10, 0.02) == 25  # 2 ms per step: a check every 25 steps
-    assert _next_stride(1, 1e-6) == 4  # very fast steps: at most x4 per check
-    assert _next_stride(4, 0.0) == 16
-    assert _next_stride(4096, 1e-9) == 4096  # bounded, so a slowdown is noticed
-    assert _next_stride(100, 10.0) == 1  # a slow phase: back to every step
+    assert next_stride(10, 0.02) == 25  # 2 ms per step: a check every 25 steps
+    assert next_stride(1, 1e-6) == 4  # very fast steps: at most x4 per check
+    assert next_stride(4, 0.0) == 16
+    assert next_stride(4096, 1e-9) == 4096  # bounded, so a slowdown is noticed
+    assert next_stride(100, 10.0) == 1  # a slow phase: back to every step

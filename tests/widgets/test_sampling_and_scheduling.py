@@ -1,0 +1,83 @@
+"""The parts LiveCallback is made of, on their own: the step sampler and the refresh scheduler."""
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import pytest
+import torch
+
+from nbcallback.widgets.sampling import StepSampler
+from nbcallback.widgets.scheduling import LATE_GRACE, RefreshScheduler
+from nbcallback.widgets.state import TrainingState
+from tests.widgets.conftest import FakeClock
+
+
+def test_the_sampler_keeps_outputs_only_while_open_and_records_them_in_one_go() -> None:
+    sampler, state = StepSampler(), TrainingState()
+    state.start(0.0, epochs=1, steps_per_epoch=10)
+    state.begin_epoch(1, 0.0)
+    sampler.append(torch.tensor(9.0))  # no run displayed yet: not kept
+    assert sampler.outputs == []
+    sampler.start()
+    for value in (0.5, 0.25, 0.125):
+        sampler.append(torch.tensor(value))
+    params = {"cur_step_num": 3, "train_dataset_element": (torch.zeros(32, 4),)}
+    sampler.record(state, params, 1.0, phase="train", read=True)
+    assert sampler.outputs == [] and state.global_step == 3 and state.samples_per_step == 32
+    assert state.view(1.0).last_loss == 0.125
+    sampler.append(torch.tensor(1.0))  # still open: kept for the next record
+    assert len(sampler.outputs) == 1
+    sampler.stop()
+    sampler.append(torch.tensor(2.0))
+    assert sampler.outputs == []
+
+
+def test_the_sampler_checks_the_clock_about_twenty_times_a_second() -> None:
+    sampler = StepSampler()
+    sampler.new_phase(10.0)
+    assert sampler.countdown == sampler.stride == 1
+    sampler.check(10.002)  # one 2 ms step: the next check 4 steps on (at most x4 per check)
+    assert sampler.countdown == sampler.stride == 4 and sampler.t_check == 10.002
+    sampler.check(10.010)  # 4 steps of 2 ms: 25 steps make 50 ms, capped at x4 -> 16
+    assert sampler.stride == 16
+
+
+def test_refreshes_are_throttled_to_the_interval() -> None:
+    clock = FakeClock()
+    scheduler = RefreshScheduler("ProgressBar", clock)
+    scheduler.reset(0.45)  # checks every 0.1 s: a send every fifth
+    sent: list[float] = []
+    for _ in range(20):  # 2 s of checks every 0.1 s
+        clock.advance(0.1)
+        scheduler.refresh(clock(), sent.append, lambda: clock())
+    assert sent == pytest.approx([1000.1, 1000.6, 1001.1, 1001.6]) and scheduler.refreshes == 4
+
+
+def test_a_phase_change_not_due_yet_is_sent_by_the_timer_when_no_step_comes() -> None:
+    scheduler = RefreshScheduler("Dashboard", time.monotonic)
+    scheduler.reset(0.2)
+    arrived = threading.Event()
+    scheduler.refresh(time.monotonic(), lambda now: None, time.monotonic)  # the first refresh: sent now
+    last_check = time.monotonic()
+    scheduler.refresh(time.monotonic(), lambda now: arrived.set(), lambda: last_check, boundary=True, late=True)
+    assert not arrived.is_set() and scheduler.timer is not None
+    assert arrived.wait(0.2 + LATE_GRACE + 2.0), "the timer never sent the phase change"
+    assert scheduler.refreshes == 2 and scheduler.timer is None
+
+
+def test_a_failing_display_warns_once_and_is_switched_off() -> None:
+    scheduler = RefreshScheduler("LiveLossPlot", FakeClock())
+    aborted: list[bool] = []
+
+    def broken() -> None:
+        raise OSError("the comm is closed")
+
+    with pytest.warns(RuntimeWarning, match=r"LiveLossPlot: the display failed .*OSError: the comm is closed"):
+        scheduler.guard(broken, lambda: aborted.append(True))
+    assert scheduler.failed and aborted == [True]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scheduler.guard(broken, lambda: aborted.append(True))  # switched off: not called, no second warning
+    assert aborted == [True]
