@@ -36,8 +36,10 @@ Everything runs in the calling thread.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from . import config, transforms, vision
-from .callbacks import DSCallback, WaitedDSCallback
+from .callbacks import DSCallback
 from .datasets import Dataset, zip
 from .download import DEFAULT_URLS, URL_ENV, DownloadError, download_mnist
 from .idx import IdxError, read_idx
@@ -89,3 +91,12 @@ __all__ = [
     "vision",
     "zip",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``WaitedDSCallback`` on first use: it imports ``nbcallback.train`` (see :mod:`._waited`)."""
+    if name == "WaitedDSCallback":
+        from ._waited import WaitedDSCallback
+
+        return WaitedDSCallback
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,11 @@ returns a *new* dataset (the node classes live in
 ``zip``             columns of several datasets side by side
 ``filter``          keep rows a predicate accepts
 ``split``           disjoint parts of given sizes
+``sync_wait``       rows pass as ``sync_update`` releases them
 ==================  =====================================================
+
+``map(..., callbacks=...)`` takes dataset callbacks
+(:mod:`nbcallback.dataset.callbacks`).
 
 Iterating a dataset runs one epoch (see :mod:`nbcallback.dataset.iterators`).
 Where it can, the epoch runs on whole cached columns
@@ -39,7 +43,7 @@ import numpy as np
 
 from . import _fast_path
 from ._validate import INT32_MAX, check_bool, check_columns, check_int, type_error
-from .callbacks import CallbackRun, WaitedDSCallback, check_callbacks, pipeline_callbacks
+from .callbacks import CallbackRun, check_callbacks, pipeline_callbacks
 from .iterators import DatasetIterator, EpochContext, Row, finish, preserved_rng, to_numpy
 from .transforms import Compose, TensorOperation
 
@@ -743,7 +747,7 @@ class Dataset:
             holder = self if owner is None else owner
             run = holder.__dict__.get("_ds_callbacks") or CallbackRun()
             holder.__dict__["_ds_callbacks"] = run
-            run.start_epoch([cb for cb in dataset_callbacks if isinstance(cb, WaitedDSCallback)])
+            run.start_epoch(dataset_callbacks)
             ctx.ds_callbacks = run
             stream = finish(self._rows(ctx), [names.index(c) for c in selected], selected, output_numpy, as_dict)
             return run.epoch_rows(stream)

@@ -295,3 +295,15 @@ def test_sync_update_with_num_batch_releases_that_many_batches() -> None:
 def test_sync_wait_argument_errors(kwargs: dict, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         ds.NumpySlicesDataset([1, 2], shuffle=False).sync_wait(**kwargs)
+
+
+def test_the_dataset_package_imports_train_only_for_waited_ds_callback() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, nbcallback.dataset as ds; before = 'nbcallback.train' in sys.modules; "
+        "ds.WaitedDSCallback; print(before, 'nbcallback.train' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=DEADLINE_S, check=True)
+    assert out.stdout.split() == ["False", "True"]
