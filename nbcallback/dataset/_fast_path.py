@@ -7,7 +7,9 @@ every node up to and including the first plain ``batch`` is supported:
 ==================  ============================================================
 node                on the fast path
 ==================  ============================================================
-source              epoch order = a tensor of row indices (same draws as ``_rows``)
+source              epoch order = a tensor of row indices (same draws as ``_rows``;
+                    a ``sampler`` chain gives it the same way, so every sampler
+                    keeps this path)
 ``map``             deterministic built-in ops (those
                     :func:`~nbcallback.dataset.transforms.is_cacheable` accepts)
                     run once on the whole column and are cached; random ops,

@@ -400,3 +400,28 @@ def test_get_num_samples_and_get_child_follow_mindspore() -> None:
     assert ds.RandomSampler().get_num_samples() is None
     assert parent.is_shuffled() and not parent.is_sharded()
     assert ds.DistributedSampler(2, 0).is_sharded() and not ds.DistributedSampler(2, 0, shuffle=False).is_shuffled()
+
+
+def test_under_torch_distributed_a_shuffled_distributed_sampler_takes_the_agreed_seed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The ranks agree on rank 0's seed at the first epoch, as sharded sources do (tests/ddp runs the real agreement).
+    from nbcallback.dataset import sources
+
+    asked: list[str] = []
+
+    def agree(seed: int, description: str) -> int:
+        asked.append(description)
+        return 12345
+
+    sampler = ds.DistributedSampler(2, 1)
+    data = ds.NumpySlicesDataset({"label": list(range(10))}, sampler=sampler)
+    monkeypatch.setattr(sources, "_process_group_size", lambda: 2)
+    monkeypatch.setattr(sources, "_agree_shard_seed", agree)
+    first, second = labels_of(data), labels_of(data)
+    assert sampler.seed == 12345 and len(asked) == 1 and "DistributedSampler(num_shards=2, shard_id=1" in asked[0]
+    reference = ds.DistributedSampler(2, 1)
+    reference.seed = 12345
+    monkeypatch.setattr(sources, "_process_group_size", lambda: 1)
+    expected = ds.NumpySlicesDataset({"label": list(range(10))}, sampler=reference)
+    assert [first, second] == [labels_of(expected), labels_of(expected)]
