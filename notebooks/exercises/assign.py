@@ -21,7 +21,8 @@ It runs ``otter assign`` on ``master/5_exercises.ipynb`` into ``--dist`` (defaul
 and copies ``student/5_exercises.ipynb`` to ``notebooks/`` and ``student/tests/`` to
 ``notebooks/tests/``, then runs the student notebook once with
 ``notebooks/refresh_outputs.py`` so that it is committed with outputs, like the other
-notebooks (its checks then show what a student sees before solving anything).
+notebooks, except the check cells: run on the unsolved stubs every check fails, so their output is dropped
+(a student sees the feedback by running them).
 ``otter assign`` gives the cells it adds random ids; they are renumbered
 (``cell-000``, ``cell-001``, ...). ``--check`` compares sources, cell types and
 metadata, not outputs.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +44,8 @@ MASTER = HERE / "master" / "5_exercises.ipynb"
 NOTEBOOKS = HERE.parent
 NAME = MASTER.name
 LANGS = ("en", "zh_CN")
+# The cells otter adds to run the checks: ``grader.check("q1")`` ... and ``grader.check_all()``.
+CHECK_CELL = re.compile(r"\s*grader\.check(_all)?\(")
 # Per language: the master, the folder the student version goes to, the default --dist.
 MASTERS = {"en": MASTER, "zh_CN": HERE / "master" / "zh_CN" / NAME}
 TARGETS = {"en": NOTEBOOKS, "zh_CN": NOTEBOOKS / "zh_CN"}
@@ -113,6 +117,26 @@ def install(dist: Path, lang: str = "en") -> None:
     shutil.copytree(dist / "student" / "tests", target / "tests")
     name = (target / NAME).relative_to(NOTEBOOKS).as_posix()
     subprocess.run([sys.executable, str(NOTEBOOKS / "refresh_outputs.py"), name], check=True, cwd=NOTEBOOKS.parent)
+    without_check_outputs(target / NAME)
+
+
+def is_check_cell(cell: nbformat.NotebookNode) -> bool:
+    """Whether ``cell`` is one of the cells ``otter assign`` adds to run the checks (``grader.check(...)``)."""
+    return cell.cell_type == "code" and CHECK_CELL.match(cell.source) is not None
+
+
+def without_check_outputs(path: Path) -> None:
+    """Drop what the check cells printed in the run of the student notebook as handed out.
+
+    Run on the unsolved stubs, every check fails; a notebook committed with those failures looks broken on
+    first open. The check cells keep their execution count (the cell did run) and show nothing: a student
+    sees their feedback when running them. The other cells keep the outputs of the real run.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if is_check_cell(cell):
+            cell.outputs = []
+    nbformat.write(notebook, path)
 
 
 def main(argv: list[str] | None = None) -> int:
