@@ -362,6 +362,18 @@ class SourceDataset(Dataset):
             if isinstance(sampler, DistributedSampler) and sampler.shuffle:
                 sampler.seed = _agree_shard_seed(sampler.seed, f"{self._description()}, sampler {k}: {sampler!r}")
 
+    def is_shuffled(self) -> bool:
+        """Whether the rows come in a random order (MindSpore's ``MappableDataset.is_shuffled``)."""
+        if self._sampler is None:
+            return bool(self._shuffle)
+        return self._sampler.is_shuffled()
+
+    def is_sharded(self) -> bool:
+        """Whether this dataset reads one shard of several (``num_shards`` > 1, or a sharding sampler)."""
+        if self._sampler is None:
+            return (self._num_shards or 1) > 1
+        return self._sampler.is_sharded()
+
     def _class_labels(self, column: str) -> torch.Tensor:
         """The class of every row (int64), for :class:`PKSampler`: ``column`` if the source has it, else ``label``."""
         names = self._source_col_names()

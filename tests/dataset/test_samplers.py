@@ -425,3 +425,13 @@ def test_under_torch_distributed_a_shuffled_distributed_sampler_takes_the_agreed
     monkeypatch.setattr(sources, "_process_group_size", lambda: 1)
     expected = ds.NumpySlicesDataset({"label": list(range(10))}, sampler=reference)
     assert [first, second] == [labels_of(expected), labels_of(expected)]
+
+
+def test_a_source_says_whether_it_is_shuffled_and_sharded() -> None:
+    plain = ds.NumpySlicesDataset([1, 2, 3])
+    assert plain.is_shuffled() and not plain.is_sharded()
+    sharded = ds.NumpySlicesDataset([1, 2, 3], sampler=ds.DistributedSampler(2, 0, shuffle=False))
+    assert sharded.is_sharded() and not sharded.is_shuffled()
+    listed = ds.NumpySlicesDataset([1, 2, 3], sampler=[2, 0])
+    assert not listed.is_shuffled() and not listed.is_sharded()
+    assert ds.NumpySlicesDataset([1, 2, 3], num_shards=3, shard_id=1, shuffle=False).is_sharded()
