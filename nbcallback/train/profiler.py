@@ -420,7 +420,7 @@ def format_text(header: str, rows: list[ProfileRow], wall_s: float) -> str:
 
 def format_html(header: str, rows: list[ProfileRow], wall_s: float) -> str:
     """The profile as an HTML table, with a bar for each row's share."""
-    cell = "style='text-align:right'"
+    cell = "style='text-align:right;padding-left:1em'"
     body = []
     for row in rows:
         width = max(0.0, min(100.0, 100 * row.share))
