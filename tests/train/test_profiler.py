@@ -210,3 +210,10 @@ def test_bad_arguments_are_refused_with_the_fix():
         CallbackProfiler(summary="yes")
     with pytest.raises(TypeError, match=r"'synchronize' must be None \(automatic\), True or False, but got 1"):
         CallbackProfiler(synchronize=1)
+
+
+def test_it_is_reached_from_both_public_paths_and_says_it_is_nbcallbacks_own():
+    import nbcallback.train.callback as callback_module
+
+    assert callback_module.CallbackProfiler is CallbackProfiler and "CallbackProfiler" in callback_module.__all__
+    assert "MindSpore has no such callback" in __import__("nbcallback.train.profiler", fromlist=["x"]).__doc__
