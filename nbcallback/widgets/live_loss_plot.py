@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -9,6 +10,16 @@ from nbcallback.widgets.base import LiveCallback, save_png
 from nbcallback.widgets.panels import Panel, default_panels
 
 __all__ = ["LiveLossPlot"]
+
+
+@dataclass
+class PlotOptions:
+    """What a :class:`LiveLossPlot` was given about its panels and its PNG (see its arguments)."""
+
+    save_path: Path | None
+    groups: dict[str, Sequence[str]] | None
+    panels: list[Panel]
+    lr_panel: bool | str
 
 
 class LiveLossPlot(LiveCallback):
@@ -44,21 +55,39 @@ class LiveLossPlot(LiveCallback):
     ) -> None:
         if lr_panel not in ("auto", True, False):
             raise ValueError(f"lr_panel must be 'auto', True or False, got {lr_panel!r}")
-        self.save_path = Path(save_path) if save_path is not None else None
-        if self.save_path is not None and self.save_path.is_dir():
+        path = Path(save_path) if save_path is not None else None
+        if path is not None and path.is_dir():
             raise ValueError(f"save_path {str(save_path)!r} is a folder; give the PNG's file name, e.g. "
-                             f"save_path={str(self.save_path / 'loss.png')!r}")
-        self.groups = dict(groups) if groups else None
-        for title, names in (self.groups or {}).items():
+                             f"save_path={str(path / 'loss.png')!r}")
+        for title, names in (groups or {}).items():
             if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
                 raise TypeError(f"groups[{title!r}] must be a list of metric names, e.g. "
                                 f"groups={{{title!r}: ['accuracy', 'precision']}}, got {names!r}")
-        self.panels = list(panels)
-        if not all(isinstance(panel, Panel) for panel in self.panels):
+        if not all(isinstance(panel, Panel) for panel in panels):
             example = "Panel('acc', [Line('eval:acc', 'acc')])"
             raise TypeError(f"panels must be nbcallback.widgets.Panel objects, e.g. {example}")
-        self.lr_panel = lr_panel
+        self.plot_options = PlotOptions(path, dict(groups) if groups else None, list(panels), lr_panel)
         super().__init__(display, **kwargs)
+
+    @property
+    def save_path(self) -> Path | None:
+        """Where the final PNG is written (None: nowhere)."""
+        return self.plot_options.save_path
+
+    @property
+    def groups(self) -> dict[str, Sequence[str]] | None:
+        """The metric panels' groups, ``{title: [metric names]}``."""
+        return self.plot_options.groups
+
+    @property
+    def panels(self) -> list[Panel]:
+        """The extra panels."""
+        return self.plot_options.panels
+
+    @property
+    def lr_panel(self) -> bool | str:
+        """``'auto'``, True or False."""
+        return self.plot_options.lr_panel
 
     def _panels_for(self, facts: dict[str, Any]) -> list[Panel]:
         """The default panels with this plot's ``groups``, extra ``panels`` and ``lr_panel`` choice."""

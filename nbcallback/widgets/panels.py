@@ -10,6 +10,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
+from nbcallback.widgets.state import SERIES
 from nbcallback.widgets.words import Words, words
 
 __all__ = ["COLORS", "STYLES", "Line", "Panel", "default_panels", "y_range", "is_raw_band"]
@@ -36,7 +37,7 @@ class Line:
 
     Args:
         key: the data: ``'loss'`` (training loss per step), ``'eval:<metric>'`` (one point per
-            evaluation), ``'lr'`` (the learning rate).
+            evaluation), ``'lr'`` (the learning rate): a key of ``state.SERIES`` or ``'eval:<metric>'``.
         label: the legend text.
         color: a slot of :data:`COLORS`.
         style: one of :data:`STYLES`.
@@ -48,8 +49,9 @@ class Line:
     style: str = "line"
 
     def __post_init__(self) -> None:
-        if self.key not in ("loss", "lr") and not (self.key.startswith("eval:") and self.key.removeprefix("eval:")):
-            raise ValueError(f"Line {self.key!r}: key must be 'loss', 'lr' or 'eval:<metric>', e.g. 'eval:accuracy'")
+        if self.key not in SERIES and not (self.key.startswith("eval:") and self.key.removeprefix("eval:")):
+            names = ", ".join(repr(key) for key in SERIES)
+            raise ValueError(f"Line {self.key!r}: key must be {names} or 'eval:<metric>', e.g. 'eval:accuracy'")
         if self.color not in COLORS:
             raise ValueError(f"Line {self.key!r}: color must be one of {sorted(COLORS)}, got {self.color!r}")
         if self.style not in STYLES:

@@ -14,11 +14,15 @@ from typing import Any, Mapping, Sequence
 from nbcallback.widgets.series import Buckets, Cursor, Points, finite_or_none
 from nbcallback.widgets.words import Msg
 
-__all__ = ["EvalRow", "PlotData", "TrainingState", "View", "STATUSES"]
+__all__ = ["EvalRow", "PlotData", "TrainingState", "View", "STATUSES", "SERIES"]
 
 #: Life cycle of a run, in order; the last four are final.
 STATUSES = ("starting", "running", "finished", "stopped", "error", "interrupted")
 FINAL_STATUSES = frozenset(STATUSES[2:])
+
+#: The series a panel's :class:`~nbcallback.widgets.panels.Line` may name besides ``'eval:<metric>'``: each is
+#: kept in :class:`History` and listed by :meth:`TrainingState._series`.
+SERIES = ("loss", "lr")
 
 #: A short run's smoothed loss averages over at most this share of its planned steps (1/25).
 _SMOOTHING_SHARE = 25
@@ -615,8 +619,11 @@ class TrainingState:
                 "lr_changed": len(self.history.lr_series) > 1}
 
     def _series(self) -> dict[str, Buckets | Points]:
-        found = {"loss": self.history.loss, **{"eval:" + name: p for name, p in self.history.evals.items()}}
-        return {key: series for key, series in {**found, "lr": self.history.lr_series}.items() if len(series)}
+        """Every series with points, by the key a :class:`~nbcallback.widgets.panels.Line` names: those of
+        :data:`SERIES` and ``'eval:<metric>'``."""
+        evals = {"eval:" + name: points for name, points in self.history.evals.items()}
+        found = {"loss": self.history.loss, **evals, "lr": self.history.lr_series}
+        return {key: series for key, series in found.items() if len(series)}
 
     def _lr_tail(self) -> dict[str, float] | None:
         """The lr line runs on to the current step."""
