@@ -167,14 +167,15 @@ def get_monitor_sampling_interval() -> int:
 
 
 def set_callback_timeout(timeout: int) -> None:
-    """Checked as MindSpore checks it; no effect (no ``WaitedDSCallback`` here)."""
+    """Checked as MindSpore checks it; no effect: nbcallback's ``WaitedDSCallback`` and ``sync_wait`` never wait
+    (the pipeline runs in the training thread; see :mod:`nbcallback.dataset.callbacks`)."""
     _check_int(timeout, "timeout")
     if timeout <= 0 or timeout > INT32_MAX:
         raise ValueError("Timeout given is not within the required range.")
 
 
 def get_callback_timeout() -> int:
-    """MindSpore's default, 60 seconds (the setting has no effect here)."""
+    """MindSpore's default, 60 seconds (no effect here: nothing waits)."""
     return DEFAULT_CALLBACK_TIMEOUT
 
 

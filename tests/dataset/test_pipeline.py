@@ -208,8 +208,10 @@ def test_map_errors(make_mnist: Callable[..., Path]) -> None:
         dataset.map(vision.HWC2CHW(), 5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="map\\(\\) got an unexpected keyword argument 'bogus'"):
         dataset.map(vision.HWC2CHW(), "image", bogus=1)
-    with pytest.raises(NotImplementedError, match="map\\(\\): the argument 'callbacks' is not supported"):
-        dataset.map(vision.HWC2CHW(), "image", callbacks=[])
+    with pytest.raises(NotImplementedError, match="map\\(\\): the argument 'cache' is not supported"):
+        dataset.map(vision.HWC2CHW(), "image", cache=object())
+    with pytest.raises(TypeError, match=r"Argument callbacks with value 0 is not of type"):
+        dataset.map(vision.HWC2CHW(), "image", callbacks=0)
     dataset.map(vision.HWC2CHW(), "image", num_parallel_workers=4, python_multiprocessing=True)
 
 

@@ -351,4 +351,4 @@ def test_mindspore_methods_not_provided_say_why() -> None:
         data.to_device()
     with pytest.raises(AttributeError, match=r"'BatchDataset' object has no attribute 'no_such_method'"):
         data.no_such_method()
-    assert not hasattr(data, "sync_wait")
+    assert not hasattr(data, "bucket_batch_by_length")
