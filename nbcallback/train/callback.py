@@ -409,9 +409,9 @@ class CallbackManager(Callback):
             self._callbacks = entered
             self._build_dispatch()
             for callback in entered:  # a seam for CallbackProfiler: it times the others' hooks
-                instrument = getattr(callback, "_instrument_dispatch", None)
+                instrument = getattr(type(callback), "_instrument_dispatch", None)
                 if instrument is not None:
-                    self._dispatch = instrument(self._dispatch)
+                    self._dispatch = instrument(callback, self._dispatch)
         return self
 
     def __exit__(self, *exc_info: Any) -> bool | None:
