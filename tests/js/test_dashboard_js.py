@@ -32,7 +32,7 @@ def test_bars_keep_their_columns_where_subgrid_is_missing() -> None:
     import re
 
     css = (HERE.parents[1] / "nbcallback" / "widgets" / "static" / "dashboard.css").read_text(encoding="utf-8")
-    rule = re.search(r"(?m)^\.nbc-bar\s*\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S))
+    rule = re.search(r"(?m)^(?:\.nbc-dash\s+)?\.nbc-bar\s*\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S))
     assert rule is not None, "no .nbc-bar rule in dashboard.css"
     columns = re.findall(r"grid-template-columns:\s*([^;]+);", rule.group(1))
     assert columns[-1].strip() == "subgrid", columns
