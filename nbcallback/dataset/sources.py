@@ -33,8 +33,6 @@ from .samplers import (
 
 __all__ = ["GeneratorDataset", "NumpySlicesDataset", "SourceDataset"]
 
-_MASK64 = (1 << 64) - 1
-
 
 # --------------------------------------------------------------------------- distributed
 
