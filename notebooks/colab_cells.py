@@ -12,6 +12,8 @@ Each notebook gets
   default ``git+https://github.com/<owner>/<name>@<branch>``) with Colab's own torch,
   ipywidgets, ipykernel ... pinned to their installed versions, so pip replaces none of
   them. The data comes, as everywhere, from the notebook's own ``download_mnist()`` cell.
+  The plumbing stays out of a learner's way (issue 32): the cell's first line is a Colab form title
+  (Colab shows the title, not the code) and its metadata folds it in JupyterLab (``jupyter.source_hidden``).
 
 The Chinese notebooks get the same code with Chinese comments and message (``sync_code.py``
 accepts those). ``5_exercises.ipynb`` is generated from the exercises' masters
@@ -80,23 +82,18 @@ KEEP = ("torch", "numpy", "matplotlib", "tqdm", "ipywidgets", "widgetsnbextensio
 #: The install cell; only its comment and its message are translated (the code cells of the
 #: two languages must be the same code).
 INSTALL_CELL = '''\
-{comment}
+{title}
 import sys
 
 if "google.colab" in sys.modules:
-    import importlib.util
-    import os
-    import subprocess
-    import tempfile
+    import contextlib, importlib.util, os, subprocess, tempfile
     from importlib.metadata import PackageNotFoundError, version
 
     if importlib.util.find_spec("nbcallback") is None:
-        keep = []
+        keep = []  {keep_comment}
         for name in {keep}:
-            try:
+            with contextlib.suppress(PackageNotFoundError):
                 keep.append(f"{{name}}=={{version(name)}}")
-            except PackageNotFoundError:
-                pass
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
             pins.write("\\n".join(keep) + "\\n")
         source = os.environ.get("NBCALLBACK_PIP_SOURCE", "{source}")
@@ -106,18 +103,22 @@ if "google.colab" in sys.modules:
             raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
         print({message})
 '''
+#: The cell's first line is a Colab form title: Colab shows the title and folds the code away
+#: (``display-mode: "form"``); JupyterLab folds it too (``jupyter.source_hidden`` in its metadata).
 WORDS = {
     "en": {
-        "comment": "# Google Colab only (elsewhere this cell does nothing): install nbcallback from the repository,\n"
-                   "# keeping Colab's own torch, ipywidgets, ipykernel ... (pinned, so that pip replaces none of them).",
+        "title": '#@title Install nbcallback on Google Colab (elsewhere this cell does nothing) { display-mode: "form" }',
+        "keep_comment": "# Colab's own torch, ipywidgets ... pinned, so that pip replaces none of them",
         "message": "f\"nbcallback installed from {source}; kept {', '.join(keep)}\"",
     },
     "zh_CN": {
-        "comment": "# 仅用于Google Colab（在其他环境中本单元格什么也不做）：从代码仓库安装nbcallback，\n"
-                   "# 并保留Colab自带的torch、ipywidgets、ipykernel等（固定为已安装的版本，pip不会替换它们）。",
+        "title": '#@title 在Google Colab上安装nbcallback（在其他环境中本单元格什么也不做） { display-mode: "form" }',
+        "keep_comment": "# 固定Colab自带的torch、ipywidgets等的版本，pip不会替换它们",
         "message": "f\"已从{source}安装nbcallback；保留了{', '.join(keep)}\"",
     },
 }
+#: Metadata of the install cell: folded in JupyterLab / Notebook 7, as the form title folds it on Colab.
+CELL_METADATA = {"jupyter": {"source_hidden": True}}
 
 
 def _language(relative: str) -> str:
@@ -164,6 +165,8 @@ def update(notebook: nbformat.NotebookNode, relative: str) -> nbformat.NotebookN
     else:
         cell = nbformat.v4.new_code_cell(code)
         cell["id"] = CELL_ID
+    for key, value in CELL_METADATA.items():
+        cell.metadata[key] = dict(value)
     first_md = next(i for i, cell in enumerate(cells) if cell.cell_type == "markdown")
     cells[first_md].source = _with_badge(cells[first_md].source, relative)
     cells.insert(first_md + 1, cell)

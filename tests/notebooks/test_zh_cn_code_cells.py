@@ -142,7 +142,7 @@ def _drifted_copy(tmp_path: Path) -> tuple[Path, Path]:
     drifted = copy.deepcopy(english_nb)
     code = [cell for cell in drifted.cells if cell.cell_type == "code"]
     assert code[0].get("id") == "colab-install"
-    code[COLAB + 2].source = code[COLAB + 2].source.replace("64)", "32)")  # a changed argument (a NBVAL_CHECK_OUTPUT cell)
+    code[COLAB + 2].source = code[COLAB + 2].source.replace("64)", "32)")  # a changed argument (a cell tagged nbval-check-output)
     inserted = nbformat.v4.new_code_cell('print("a new cell")')
     drifted.cells.insert(drifted.cells.index(code[COLAB + 5]), inserted)  # a new cell before the tree() cell
     drifted.cells.remove(code[-1])  # the last cell (the accuracy check) is gone
