@@ -181,6 +181,14 @@ class LiveCallback(Callback):
         #: Seconds the end of the last run took on the training thread (final PNG and snapshot).
         self.final_seconds = 0.0
 
+    # The settings as given (read-only; set them when creating the callback).
+    file = property(lambda self: self.settings.file, doc="Where text output goes (None: ``sys.stdout``).")
+    graceful_interrupt = property(lambda self: self.settings.graceful_interrupt, doc="See the class arguments.")
+    refresh_interval = property(lambda self: self.settings.refresh_interval, doc="See the class arguments.")
+    log_interval = property(lambda self: self.settings.log_interval, doc="See the class arguments.")
+    live_rows = property(lambda self: self.settings.live_rows, doc="See the class arguments.")
+    max_rows = property(lambda self: self.settings.max_rows, doc="See the class arguments.")
+
     @property
     def _prepared(self) -> bool:
         """Whether the view was opened before a background run started (its first hook may not come)."""
