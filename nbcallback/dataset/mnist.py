@@ -52,7 +52,10 @@ class MnistDataset(SourceDataset):
             (decoding is one vectorised read).
         shuffle: New random order every epoch (default True), drawn from
             torch's global RNG; False keeps file order.
-        sampler: Only None is supported.
+        sampler: A sampler (:mod:`nbcallback.dataset.samplers`, e.g.
+            ``SequentialSampler()`` for file order, ``PKSampler(5)`` for five
+            rows of every digit) or row ids; not together with ``shuffle``,
+            ``num_samples`` or shards (RuntimeError, as in MindSpore).
         num_shards: Number of disjoint shards to split the rows into; needs
             ``shard_id``. Under ``torch.distributed`` (a process group of 2+
             ranks initialised before the dataset is created) the default is
@@ -68,7 +71,8 @@ class MnistDataset(SourceDataset):
         ValueError: An argument is out of range, a file has a wrong magic
             number, is truncated or declares impossible sizes (``IdxError``),
             or an images file and its labels file disagree on the count.
-        NotImplementedError: ``sampler`` or ``cache`` is given.
+        RuntimeError: ``sampler`` with ``shuffle``, ``num_samples`` or shards.
+        NotImplementedError: ``cache`` is given.
     """
 
     def __init__(
@@ -92,11 +96,9 @@ class MnistDataset(SourceDataset):
                 raise ValueError(f"Input usage is not within the valid set of {list(_USAGES)}, but got {usage!r}.")
         if num_parallel_workers is not None:
             check_int(num_parallel_workers, "num_parallel_workers", 1)
-        if sampler is not None:
-            raise NotImplementedError("MnistDataset: 'sampler' is not supported; use shuffle, num_samples and shards.")
         if cache is not None:
             raise NotImplementedError("MnistDataset: 'cache' is not supported (the decoded data is cached in memory).")
-        super().__init__(num_samples=num_samples, shuffle=shuffle, num_shards=num_shards, shard_id=shard_id)
+        super().__init__(num_samples=num_samples, shuffle=shuffle, num_shards=num_shards, shard_id=shard_id, sampler=sampler)
         self.dataset_dir = Path(dataset_dir)
         self.usage = usage
         if not self.dataset_dir.is_dir():

@@ -774,7 +774,7 @@ def split(dataset: Dataset, sizes: Sequence[Union[int, float]], randomize: bool 
     from .sources import SourceDataset
 
     checked = _check_sizes(sizes, randomize)
-    if isinstance(dataset, SourceDataset) and dataset._num_shards is not None:
+    if isinstance(dataset, SourceDataset) and (dataset._num_shards is not None or dataset.is_sharded()):
         raise RuntimeError("Dataset should not be sharded before split.")
     rows = dataset._rows_per_epoch()
     if rows <= 0:

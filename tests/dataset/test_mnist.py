@@ -155,7 +155,8 @@ def test_default_shard_hook(make_mnist: Callable[..., Path]) -> None:
         ({"usage": "val"}, ValueError, r"Input usage is not within the valid set of \['train', 'test', 'all'\], but got 'val'"),
         ({"usage": 1}, TypeError, r"Argument usage with value 1"),
         ({"num_parallel_workers": 0}, ValueError, r"Input num_parallel_workers is not within"),
-        ({"sampler": object()}, NotImplementedError, "'sampler' is not supported"),
+        ({"sampler": object()}, TypeError, r"Unsupported sampler object of type \(<class 'object'>\)"),
+        ({"sampler": [0], "shuffle": False}, RuntimeError, "sampler and shuffle cannot be specified at the same time"),
         ({"cache": object()}, NotImplementedError, "'cache' is not supported"),
     ],
 )
@@ -248,3 +249,18 @@ def test_train_and_test_sizes_must_agree(make_mnist: Callable[..., Path]) -> Non
 def test_root_folder_hint(mnist_root: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"no MNIST files in '.*MNIST_Data'.*Did you mean '.*MNIST_Data/train'"):
         MnistDataset(mnist_root)
+
+
+def test_sampler_argument(make_mnist: Callable[..., Path]) -> None:
+    import nbcallback.dataset as ds
+
+    folder = make_mnist()
+    for shard_id in range(4):
+        torch.manual_seed(3)
+        by_args = MnistDataset(folder, usage="train", num_shards=4, shard_id=shard_id)
+        torch.manual_seed(3)
+        by_sampler = MnistDataset(folder, usage="train", sampler=ds.DistributedSampler(4, shard_id))
+        assert labels_of(by_sampler) == labels_of(by_args) and by_sampler.get_dataset_size() == 25
+    ordered = MnistDataset(folder, usage="train", sampler=ds.SequentialSampler(start_index=95))
+    assert labels_of(ordered) == [95, 96, 97, 98, 99] and ordered.get_dataset_size() == 5
+    assert labels_of(MnistDataset(folder, usage="train", sampler=[7, 3])) == [7, 3]

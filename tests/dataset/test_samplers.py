@@ -109,6 +109,12 @@ def test_split_then_distributed_sampler_shards_the_part() -> None:
     assert labels_of(test) == [6, 7, 8, 9]
 
 
+def test_a_dataset_sharded_by_a_sampler_is_not_split_as_mindspore_refuses_it() -> None:
+    data = ds.NumpySlicesDataset({"label": list(range(10))}, sampler=ds.DistributedSampler(2, 0, shuffle=False))
+    with pytest.raises(RuntimeError, match="should not be sharded before split"):
+        data.split([0.5, 0.5], randomize=False)
+
+
 def test_add_sampler_samples_the_current_order(make_mnist: Callable[..., Path]) -> None:
     data = mnist(make_mnist, shuffle=False)
     data.add_sampler(ds.DistributedSampler(10, 3, shuffle=False))
