@@ -24,6 +24,7 @@ python3 -m zipfile -e "$zip" "$work" || { echo "could not unzip $zip"; exit 2; }
 echo "== 1. CUDA tests"
 timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" \
     tests/perf/test_cuda_sync.py tests/perf/test_step_ops.py tests/train/test_prefetch.py tests/train/test_monitors.py \
+    tests/train/test_profiler.py tests/dataset/test_ds_callbacks.py \
     2>&1 | tee "$out/cuda_tests.log" || status=1
 
 echo "== 2. CUDA benchmark"

@@ -217,3 +217,21 @@ def test_it_is_reached_from_both_public_paths_and_says_it_is_nbcallbacks_own():
 
     assert callback_module.CallbackProfiler is CallbackProfiler and "CallbackProfiler" in callback_module.__all__
     assert "MindSpore has no such callback" in __import__("nbcallback.train.profiler", fromlist=["x"]).__doc__
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (benchmarks/gpu_check.sh runs it)")
+def test_on_cuda_the_step_parts_are_synchronised_and_the_rows_add_up():
+    """On a GPU the step's parts are timed to their kernels' end (synchronize defaults to on there)."""
+    model = make_model(device="cuda")
+    data = [(x.cuda(), y.cuda()) for x, y in blobs(20)]
+    model.train(1, data)
+    profiler = CallbackProfiler()
+    started = time.perf_counter()
+    model.train(2, data, callbacks=[profiler, LossMonitor(5), TimeMonitor(), Slow(0.005)])
+    outside = time.perf_counter() - started
+    assert profiler.synchronize is None  # automatic: on for CUDA
+    assert abs(sum(row.total_s for row in profiler.rows) - outside) <= 0.02 * outside
+    steps = {row.part: row for row in profiler.rows if row.kind == "step"}
+    assert set(steps) == {"forward", "backward", "optimizer"}
+    assert all(row.calls == 40 and row.total_s > 0 for row in steps.values())
+    assert profiler.rows[0].name == "Slow"
