@@ -17,7 +17,9 @@ download attempt fails the notebook). That run measures as it goes
   on what else the machine runs; the wall time is printed beside it.
 
 Each notebook's figures are printed in the terminal summary, under "classroom
-replays" (``docs/teaching.md`` quotes them). One torch thread, as every test here.
+replays" (``docs/teaching.md`` quotes them). Whether every cell passed is the
+replay's test (tests/binder/test_binder_replay.py), not this one's. One torch
+thread, as every test here.
 """
 from __future__ import annotations
 
@@ -73,5 +75,3 @@ def test_notebook_fits_binder(notebook: str, tmp_path_factory: pytest.TempPathFa
         assert figures["startup_cpu_s"] < STARTUP_LIMIT_S, (
             f"{line}: the first training cell must start within {STARTUP_LIMIT_S:.0f} s of the kernel being ready"
         )
-    # The notebook itself passed in that run (its cells are checked by tests/binder/test_binder_replay.py).
-    assert not run.problems([notebook]), run.report([notebook])
