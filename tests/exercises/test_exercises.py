@@ -201,6 +201,37 @@ def test_student_notebook_checks_every_question() -> None:
         assert f'grader.check("{question}")' in sources
 
 
+def test_student_notebook_opens_without_failing_checks() -> None:
+    """Committed from a real run (every code cell ran, the setup cell printed), but the check cells show nothing:
+    on the unsolved stubs every check fails, and a notebook that opens on a wall of failures looks broken."""
+    student = nbformat.read(STUDENT, as_version=4)
+    code = [cell for cell in student.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count for cell in code), "the student notebook was not run before it was committed"
+    shown = {cell.source: cell.outputs for cell in code if cell.source.startswith("grader.check")}
+    assert len(shown) == len(QUESTIONS) + 1 and not any(shown.values()), shown
+    assert any("train batches: 30" in output.get("text", "") for cell in code for output in cell.outputs)
+
+
+def test_assign_drops_only_the_check_cells_outputs(tmp_path: Path) -> None:
+    """``assign.py``'s last step: the check cells (``grader.check(...)``, ``grader.check_all()``) lose their
+    output and keep their execution count; every other cell keeps what the run printed."""
+    assign = _assign_module()
+    notebook = nbformat.v4.new_notebook()
+    failed = nbformat.v4.new_output("stream", text="q1 results:\n    ❌ Test case failed\n")
+    printed = nbformat.v4.new_output("stream", text="train batches: 30\n")
+    sources = ['print("train batches:", 30)', 'grader.check("q1")', "grader.check_all()", "# grader.check is below"]
+    for count, source in enumerate(sources, 1):
+        cell = nbformat.v4.new_code_cell(source, execution_count=count)
+        cell.outputs = [printed if count in (1, 4) else failed]
+        notebook.cells.append(cell)
+    path = tmp_path / "5_exercises.ipynb"
+    nbformat.write(notebook, path)
+    assign.without_check_outputs(path)
+    cells = nbformat.read(path, as_version=4).cells
+    assert [len(cell.outputs) for cell in cells] == [1, 0, 0, 1]
+    assert [cell.execution_count for cell in cells] == [1, 2, 3, 4]
+
+
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_placeholders_fail_the_checks_with_feedback(question: str) -> None:
     result = _check(question, _namespace(_student_code()))
