@@ -113,12 +113,17 @@ def default_panels(
 
 def is_raw_band(series: Mapping[str, Sequence[Any]]) -> bool:
     """Whether a band holds raw values (one step per bucket: lo == hi everywhere): drawn as a faint line."""
-    return bool(series.get("lo")) and list(series["lo"]) == list(series.get("hi", []))
+    lo, hi = series.get("lo"), series.get("hi", ())
+    return bool(lo) and (lo == hi if type(lo) is type(hi) else list(lo) == list(hi))
 
 
-def _usable(values: Sequence[Any], log: bool) -> list[float]:
-    """The values that can be drawn: numbers, finite, and positive on a log axis."""
-    return [float(v) for v in values if v is not None and math.isfinite(v) and (not log or v > 0)]
+def _extent(values: Sequence[Any], log: bool) -> tuple[float, float] | None:
+    """The smallest and largest value that can be drawn (a number, and positive on a log axis), or None.  The
+    series keep finite values or None (``series.finite_or_none``); a NaN or infinity given here is left out too."""
+    usable = [v for v in values if v is not None and v > 0] if log else [v for v in values if v is not None]
+    if usable and not math.isfinite(sum(usable)):  # rare: filter the slow way
+        usable = [v for v in usable if math.isfinite(v)]
+    return (min(usable), max(usable)) if usable else None
 
 
 def y_range(panel: Panel, series: Mapping[str, Mapping[str, Sequence[Any]]]) -> tuple[float, float] | None:
@@ -129,17 +134,22 @@ def y_range(panel: Panel, series: Mapping[str, Mapping[str, Sequence[Any]]]) -> 
     easy batch's loss of 1e-5) do not stretch the axis far below the curve; padded (log: by a factor).
     """
     log = panel.scale == "log"
-    lows: list[float] = []
-    highs: list[float] = []
+    bottoms: list[float] = []
+    tops: list[float] = []
     for line in panel.lines:
         data = series.get(line.key) or {}
-        values = _usable(data.get("y", ()), log)
-        raw = _usable(data["lo"], log) if line.style == "band" and is_raw_band(data) else []
-        lows += values + raw
-        highs += values + _usable(data.get("hi", ()), log)
-    if not lows:
+        columns = {"y": True, "hi": False}  # whether the column's minimum counts for the bottom
+        if line.style == "band" and is_raw_band(data):
+            columns["lo"] = True
+        for column, counts_low in columns.items():
+            extent = _extent(data.get(column, ()), log)
+            if extent is not None:
+                tops.append(extent[1])
+                if counts_low:
+                    bottoms.append(extent[0])
+    if not bottoms:
         return None
-    lo, hi = min(lows), max(highs)
+    lo, hi = min(bottoms), max(tops)
     if log:
         return lo / 1.5, hi * 1.3
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
