@@ -201,6 +201,10 @@ class HookTrace(Callback):
     def __str__(self) -> str:
         return "\n".join(indent * "  " + text for indent, text, _ in self._outline()) or "(no hook recorded yet)"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's text view (a terminal, a saved notebook read as text) is the same as ``print``."""
+        printer.text(str(self))
+
     def _repr_html_(self) -> str:
         rows = []
         for indent, text, changes in self._outline():

@@ -396,6 +396,10 @@ class CallbackProfiler(Callback):
             return "CallbackProfiler: no run profiled yet"
         return format_text(self._header(), self.rows, self.wall_s)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's text view (a terminal, a saved notebook read as text) is the same as ``print``."""
+        printer.text(str(self))
+
     def _repr_html_(self) -> str:
         if self._start is None:
             return "<p>CallbackProfiler: no run profiled yet</p>"

@@ -192,3 +192,11 @@ def test_bad_arguments_are_refused_with_the_fix():
         HookTrace(fields="mode")
     with pytest.raises(ValueError, match=r"'mode' must be 'train', 'fit' or 'eval', but got 'predict'"):
         HookTrace.explain([], mode="predict")
+
+
+def test_ipython_text_view_is_the_printed_outline():
+    from IPython.lib.pretty import pretty
+
+    trace = HookTrace()
+    _model().train(1, _data(2), callbacks=trace)
+    assert pretty(trace) == str(trace) and "on_train_begin" in pretty(trace)

@@ -235,3 +235,11 @@ def test_on_cuda_the_step_parts_are_synchronised_and_the_rows_add_up():
     assert set(steps) == {"forward", "backward", "optimizer"}
     assert all(row.calls == 40 and row.total_s > 0 for row in steps.values())
     assert profiler.rows[0].name == "Slow"
+
+
+def test_ipython_text_view_is_the_printed_table():
+    from IPython.lib.pretty import pretty
+
+    profiler = CallbackProfiler()
+    make_model().train(1, blobs(3), callbacks=[profiler, TimeMonitor()])
+    assert pretty(profiler) == str(profiler) and "TimeMonitor" in pretty(profiler)
