@@ -326,7 +326,7 @@ class EpochTimer(Callback):
     def on_train_epoch_end(self, run_context):
         seconds = time.perf_counter() - self.started
         print("Train epoch time: {:5.3f} ms, per step time: {:5.3f} ms".format(seconds, seconds / 3))
-''', ["epoch 1 ran 3 steps of at least 50 ms, so it took at least 150 ms, but your line says 0.1",
+''', ["epoch 1 ran 3 steps of at least 50 ms, so it took at least 150 ms, but your line says 0.",
       "(milliseconds, not seconds?)"]),
     "q2 clock never restarted": ("q2", 0, '''
 class EpochTimer(Callback):

@@ -174,7 +174,7 @@ FEEDBACK = {
     "q1 global step": ["LossLine(2)，2个epoch，每个epoch 3个step：预期打印 'epoch: 2 step: 1, loss is",
                        "但你的回调打印了 'epoch: 2 step: 4, loss is"],
     "q1 ignores per_print_times": ["预期打印 'epoch: 1 step: 2, loss is", "但你的回调打印了 'epoch: 1 step: 1, loss is"],
-    "q2 seconds": ["epoch 1运行了3个step，每个step至少50 ms，因此至少用时150 ms，但你打印的是0.1",
+    "q2 seconds": ["epoch 1运行了3个step，每个step至少50 ms，因此至少用时150 ms，但你打印的是0.",
                    "（单位应是毫秒，不是秒？）"],
     # Which epoch overshoots first depends on the machine's load; the feedback is the same.
     "q2 clock never restarted": ["用时约150 ms，但你打印的是", "请在每个epoch开始时重新开始计时（on_train_epoch_begin）"],
