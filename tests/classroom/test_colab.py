@@ -265,13 +265,15 @@ assert ipywidgets.__version__ == "7.7.1", ipywidgets.__version__
 assert host() == "colab" and resolve_display() == "widget", (host(), resolve_display())
 assert not kernel_supports_subshells()  # ipykernel 6.17: clicks wait behind a busy cell
 
+import nbcallback.widgets.base as _base
+
 made = []
-_make = Dashboard._make_renderer
-def _spy(self, mode, plots=True):
-    renderer = _make(self, mode, plots)
+_choose = _base.choose_renderer
+def _spy(mode, parts, **options):
+    renderer = _choose(mode, parts, **options)
     made.append((mode, "controls" in renderer.parts, renderer.on_stop is not None, renderer.hint))
     return renderer
-Dashboard._make_renderer = _spy
+_base.choose_renderer = _spy
 
 small = datapipe(path / "test", 64)
 Model(model, loss_fn=loss_fn, optimizer=optimizer).train(1, small, callbacks=[Dashboard()])
