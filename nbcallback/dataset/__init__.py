@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import config, transforms, vision
+from . import config, samplers, transforms, vision
 from .callbacks import DSCallback
 from .datasets import Dataset, zip
 from .download import DEFAULT_URLS, URL_ENV, DownloadError, download_mnist
@@ -64,16 +64,7 @@ __all__ = [
     "DEFAULT_URLS",
     "URL_ENV",
     "BatchInfo",
-    "BuiltinSampler",
-    "DistributedSampler",
-    "IterSampler",
-    "PKSampler",
-    "RandomSampler",
-    "Sampler",
-    "SequentialSampler",
-    "SubsetRandomSampler",
-    "SubsetSampler",
-    "WeightedRandomSampler",
+    *samplers.__all__,
     "DSCallback",
     "Dataset",
     "DatasetIterator",

@@ -171,8 +171,8 @@ class BuiltinSampler:
         raise NotImplementedError("Sampler must implement is_shuffled.")
 
     def is_sharded(self) -> bool:
-        """Whether the sampler reads one shard of several."""
-        raise NotImplementedError("Sampler must implement is_sharded.")
+        """Whether the sampler reads one shard of several: only a ``DistributedSampler`` does, or a chain with one."""
+        return self._child_sharded()
 
     def _child_shuffled(self) -> bool:
         return self.child_sampler is not None and self.child_sampler.is_shuffled()
@@ -244,9 +244,6 @@ class SequentialSampler(BuiltinSampler):
     def is_shuffled(self) -> bool:
         return self._child_shuffled()
 
-    def is_sharded(self) -> bool:
-        return self._child_sharded()
-
     def _start(self) -> int:
         return self.start_index or 0
 
@@ -290,9 +287,6 @@ class RandomSampler(BuiltinSampler):
 
     def is_shuffled(self) -> bool:
         return True
-
-    def is_sharded(self) -> bool:
-        return self._child_sharded()
 
     def _own_count(self, rows: int, access: "_SamplerAccess", base: Optional[torch.Tensor]) -> int:
         return _cap(self.num_samples, rows)
@@ -466,9 +460,6 @@ class PKSampler(BuiltinSampler):
     def is_shuffled(self) -> bool:
         return self.shuffle if self.child_sampler is None else self._child_shuffled()
 
-    def is_sharded(self) -> bool:
-        return self._child_sharded()
-
     def _classes(self, rows: int, access: "_SamplerAccess", base: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         labels = access.labels(self.class_column, base)
         if len(labels) != rows:  # pragma: no cover - the access gives one label per input row
@@ -554,9 +545,6 @@ class SubsetSampler(BuiltinSampler):
 
     def is_shuffled(self) -> bool:
         return False
-
-    def is_sharded(self) -> bool:
-        return self._child_sharded()
 
     def get_num_samples(self) -> Optional[int]:
         num_samples = super().get_num_samples()
@@ -649,9 +637,6 @@ class WeightedRandomSampler(BuiltinSampler):
     def is_shuffled(self) -> bool:
         return True
 
-    def is_sharded(self) -> bool:
-        return self._child_sharded()
-
     def _own_count(self, rows: int, access: "_SamplerAccess", base: Optional[torch.Tensor]) -> int:
         return _cap(self.num_samples, rows)
 
@@ -708,9 +693,6 @@ class Sampler(BuiltinSampler):
 
     def is_shuffled(self) -> bool:
         return self._child_shuffled()
-
-    def is_sharded(self) -> bool:
-        return self._child_sharded()
 
     def _handshake(self, dataset_size: int, num_samples: int) -> None:
         self.dataset_size = dataset_size
