@@ -1,6 +1,11 @@
-"""``Dashboard``: progress, loss plot and metrics table together, with Stop and lr controls."""
+"""``Dashboard``: progress, loss plot and metrics table together, with Stop and lr controls, and "where the time
+goes" when a ``CallbackProfiler`` times the same run."""
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
+from nbcallback.train.callback import RunContext
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
 
 __all__ = ["Dashboard"]
@@ -13,11 +18,90 @@ class Dashboard(LiveLossPlot):
     every parameter group at the next step boundary.  The controls act during training with
     ``run_in_background``, or in a foreground cell in JupyterLab >= 4.4 / Notebook >= 7.4 with ipykernel >= 7;
     elsewhere they are hidden and the view says to interrupt instead.  In code: :meth:`request_stop`,
-    :meth:`set_learning_rate`.  Takes the :class:`LiveLossPlot` arguments.
+    :meth:`set_learning_rate`.
+
+    Args:
+        time_panel: the "where the time goes" bar: the share of the run's wall time of the training step, the
+            evaluation, each callback (this Dashboard too) and the loop, as a
+            :class:`~nbcallback.train.CallbackProfiler` in the same callbacks list measures it; updated at each
+            refresh (the profiler's totals are read then, nothing is added to a step) and kept in the snapshot a
+            saved notebook shows (a notebook only: a terminal prints the profiler itself).  ``'auto'`` (default): when the run has a ``CallbackProfiler``; ``True``: the
+            same, with a warning when it has none; ``False``: never.
+        **kwargs: the :class:`LiveLossPlot` arguments.
 
     Example::
 
         run = run_in_background(model.fit, 5, train_ds, test_ds, callbacks=[Dashboard()])
+        model.fit(2, train_ds, test_ds, callbacks=[CallbackProfiler(), Dashboard()])  # with the time bar
+
+    ``time_panel`` and ``CallbackProfiler`` are nbcallback's own (MindSpore has neither).
     """
 
     _PARTS = frozenset({"progress", "table", "plot", "controls"})
+
+    def __init__(self, display: str = "auto", *, time_panel: bool | str = "auto", **kwargs: Any) -> None:
+        if time_panel not in ("auto", True, False):
+            raise ValueError(f"Dashboard: time_panel must be 'auto', True or False, got {time_panel!r}; 'auto' "
+                             "shows where the time goes when a CallbackProfiler is in the run's callbacks")
+        self.time_panel = time_panel
+        self._profiler: Any = None  # the run's CallbackProfiler while the bar is shown
+        super().__init__(display, **kwargs)
+
+    # ------------------------------------------------------------------ the time bar
+
+    def _find_profiler(self, cb_params: Any) -> None:
+        """At the start of a run: the CallbackProfiler of the same callbacks list, if the bar is wanted."""
+        self._profiler = None
+        if self.time_panel is False or self._depth > 1 or self.mode not in ("widget", "static", "final"):
+            return
+        from nbcallback.train.profiler import CallbackProfiler
+
+        callbacks = cb_params.get("list_callback") or () if hasattr(cb_params, "get") else ()
+        self._profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
+        if self._profiler is None and self.time_panel is True:
+            warnings.warn("Dashboard(time_panel=True): the run has no CallbackProfiler, so there is no time to show; "
+                          "add one to the callbacks, e.g. callbacks=[CallbackProfiler(), Dashboard(time_panel=True)]",
+                          RuntimeWarning, stacklevel=4)
+
+    def _take_time(self) -> None:
+        """Read the profiler's totals into the state (at a refresh and at the end; never per step)."""
+        profiler = self._profiler
+        if profiler is None:
+            return
+        from nbcallback.widgets.panels import time_facts
+
+        try:  # (a late refresh runs on a timer thread while the profiler may be adding a row)
+            rows, wall = profiler.rows, profiler.wall_s
+        except RuntimeError:
+            return  # the last bar stays until the next refresh
+        self.state.set_time(time_facts(rows, wall, self.words))
+
+    def on_train_begin(self, run_context: RunContext) -> None:
+        super().on_train_begin(run_context)
+        self._find_profiler(run_context.original_args())
+
+    def on_eval_begin(self, run_context: RunContext) -> None:
+        standalone = self._run.kind is None
+        super().on_eval_begin(run_context)
+        if standalone:
+            self._find_profiler(run_context.original_args())
+
+    def _send(self, now: float) -> None:
+        self._take_time()
+        super()._send(now)
+
+    def _finalize(self, exc: BaseException | None) -> None:
+        self._take_time()
+        try:
+            super()._finalize(exc)
+        finally:
+            self._profiler = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_profiler", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._profiler = None

@@ -3,17 +3,23 @@ PNG by :mod:`nbcallback.widgets.plot`; both take a panel's y range from :func:`y
 each refresh).  Adding a panel is one entry::
 
     Dashboard(panels=[Panel("accuracy vs. loss", [Line("eval:accuracy", "accuracy", "m1", "points")])])
+
+And the Dashboard's "where the time goes" bar (a ``CallbackProfiler`` in the same run): :func:`time_facts` turns
+the profiler's rows into the bar's segments, :func:`time_html` draws them as one HTML fragment, the same in the
+live widget and in the snapshot a saved notebook keeps, :func:`time_text` says them in one line.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from html import escape
+from typing import Any, Iterable, Mapping, Sequence
 
-from nbcallback.widgets.state import SERIES
+from nbcallback.widgets.state import SERIES, TimeFacts, TimeSegment
 from nbcallback.widgets.words import Words, words
 
-__all__ = ["COLORS", "STYLES", "Line", "Panel", "default_panels", "y_range", "is_raw_band"]
+__all__ = ["COLORS", "STYLES", "TIME_COLORS", "Line", "Panel", "default_panels", "y_range", "is_raw_band",
+           "time_facts", "time_html", "time_text"]
 
 #: Colour slots: a JupyterLab CSS variable (the live view follows the theme) and the colour where there
 #: is none (VS Code, marimo, the final PNG).
@@ -154,3 +160,120 @@ def y_range(panel: Panel, series: Mapping[str, Mapping[str, Sequence[Any]]]) -> 
         return lo / 1.5, hi * 1.3
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
     return lo - pad, hi + pad
+
+
+# ---------------------------------------------------------------------- where the time goes
+
+#: The time bar's colours: a JupyterLab CSS variable (it follows the theme) and the colour where there is none.
+#: ``loop`` is the theme's faint text colour (dark on light, light on dark), striped: the rest of the wall time.
+TIME_COLORS: dict[str, tuple[str, str]] = {
+    "step": ("--jp-brand-color1", "#1976d2"),
+    "eval": ("--jp-warn-color1", "#e65100"),
+    "c1": ("--jp-success-color1", "#2e7d32"),
+    "c2": ("--jp-error-color1", "#c62828"),
+    "c3": ("--jp-info-color1", "#00838f"),
+    "c4": ("--nbc-purple", "#9c4dcc"),
+    "other": ("--jp-layout-color4", "#757575"),
+    "loop": ("--jp-ui-font-color3", "rgba(127,127,127,.5)"),
+}
+#: At most this many callbacks get a segment of their own; the smaller ones share one (``'other'``).
+TIME_CALLBACKS = 4
+
+
+def time_facts(rows: Iterable[Any], wall_s: float, w: Words = words) -> TimeFacts:
+    """The "where the time goes" bar from a :class:`~nbcallback.train.CallbackProfiler`'s ``rows`` and ``wall_s``.
+
+    One segment per callback (its hooks together; the :data:`TIME_CALLBACKS` largest, the rest as one
+    ``'other'``), one for the training step (forward, backward, optimizer), one for the evaluation (fit's
+    validation or ``Model.eval``) and the loop (the rest of the wall time), in that order; each with its share of
+    the wall time, so the shares add up to one.
+    """
+    wall = max(0.0, float(wall_s))
+    step = evaluation = loop = 0.0
+    eval_key = "validation"
+    callbacks: dict[str, float] = {}
+    for row in rows:
+        seconds = float(row.total_s)
+        if row.kind == "callback":
+            callbacks[row.name] = callbacks.get(row.name, 0.0) + seconds
+        elif row.kind == "step":
+            step += seconds
+        elif row.kind == "evaluation":
+            evaluation += seconds
+            eval_key = "validation" if row.name == "validation" else "eval"
+        else:
+            loop += seconds
+    share = (lambda seconds: max(0.0, seconds) / wall) if wall > 0 else (lambda seconds: 0.0)
+    ranked = sorted(callbacks.items(), key=lambda item: -item[1])
+    shown, folded = ranked[:TIME_CALLBACKS], ranked[TIME_CALLBACKS:]
+    if len(folded) == 1:  # one more callback is clearer by its name than as "1 more callbacks"
+        shown, folded = ranked, []
+    segments = []
+    if step > 0:
+        segments.append(TimeSegment("step", w("time_step"), step, share(step), "step"))
+    if evaluation > 0:
+        segments.append(TimeSegment(eval_key, w("time_" + eval_key), evaluation, share(evaluation), "eval"))
+    for k, (name, seconds) in enumerate(shown):
+        segments.append(TimeSegment("callback", name, seconds, share(seconds), f"c{k % 4 + 1}"))
+    if folded:
+        seconds = sum(seconds for _, seconds in folded)
+        segments.append(TimeSegment("other", w("time_other", count=len(folded)), seconds, share(seconds), "other"))
+    segments.append(TimeSegment("loop", w("time_loop"), max(0.0, loop), share(loop), "loop"))
+    return TimeFacts(wall, tuple(segments))
+
+
+def _css(slot: str) -> str:
+    name, fallback = TIME_COLORS[slot]
+    return f"var({name},{fallback})"
+
+
+def _percent(share: float) -> str:
+    """``0.713 -> '71.3 %'``, ``0.0004 -> '0.04 %'`` (a small part still shows a number), ``0 -> '0 %'``."""
+    value = 100 * share
+    if value == 0:
+        return "0 %"
+    return f"{value:.1f} %" if value >= 0.1 else f"{value:.2f} %"
+
+
+def _seconds(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{1e3 * seconds:.1f} ms"
+
+
+_TIME_FONT = ("font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));font-size:13px;"
+              "line-height:1.5;color:var(--jp-ui-font-color1,var(--vscode-foreground,inherit));margin-top:6px")
+_STRIPES = "repeating-linear-gradient(135deg,transparent 0 3px,rgba(127,127,127,.35) 3px 5px)"
+
+
+def time_html(time: TimeFacts, w: Words = words) -> str:
+    """The "where the time goes" panel as one HTML fragment with inline styles: a title with the wall time, the
+    stacked bar (a tooltip per segment) and a legend with each segment's share.  The live widget inserts it as it
+    is; the snapshot left at the end of the run shows the same."""
+    segs, items = [], []
+    for seg in time.segments:
+        tip = escape(w("time_tip", label=seg.label, seconds=_seconds(seg.seconds), share=_percent(seg.share)))
+        color = _css(seg.color)
+        background = f"{_STRIPES},{color}" if seg.key == "loop" else color
+        width = 100 * min(1.0, max(0.0, seg.share))
+        segs.append(f'<span class="nbc-time-seg" data-key="{seg.key}" title="{tip}" style="display:block;'
+                    f'flex:0 0 {width:.2f}%;height:100%;background:{background}"></span>')
+        swatch = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;'
+                  f'vertical-align:-1px;background:{background}"></span>')
+        text = escape(w("time_item", label=seg.label, share=_percent(seg.share)))
+        items.append(f'<span class="nbc-time-item" data-key="{seg.key}" title="{tip}" style="white-space:nowrap">'
+                     f'{swatch}{text}</span>')
+    title = (f'<div class="nbc-time-title"><span style="font-weight:600">{escape(w("time_title"))}</span>'
+             f'<span style="opacity:.7"> · {escape(w("time_wall", time=_seconds(time.wall_s)))} · '
+             f'{escape(w("time_source"))}</span></div>')
+    bar = (f'<div class="nbc-time-bar" role="img" aria-label="{escape(time_text(time, w))}" style="display:flex;'
+           "width:100%;max-width:42em;height:14px;margin:3px 0;border-radius:3px;overflow:hidden;"
+           f'background:var(--jp-layout-color3,rgba(127,127,127,.2))">{"".join(segs)}</div>')
+    legend = (f'<div class="nbc-time-legend" style="display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;'
+              f'font-variant-numeric:tabular-nums">{"".join(items)}</div>')
+    return f'<div class="nbc-time" style="{_TIME_FONT}">{title}{bar}{legend}</div>'
+
+
+def time_text(time: TimeFacts, w: Words = words) -> str:
+    """The bar in one line: ``where the time goes (wall time 12.31 s): train step 71.3 %, loop 20.1 %, ...``."""
+    parts = w("list_separator").join(w("time_item", label=seg.label, share=_percent(seg.share))
+                                      for seg in time.segments)
+    return w("time_text", wall=w("time_wall", time=_seconds(time.wall_s)), parts=parts)

@@ -15,13 +15,13 @@ import traitlets
 
 from nbcallback.widgets import env
 from nbcallback.widgets.controls import BusyStatus, release_comm_routing, valid_lr
-from nbcallback.widgets.panels import COLORS, Panel, y_range
+from nbcallback.widgets.panels import COLORS, Panel, time_html, time_text, y_range
 from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import NullRenderer
 from nbcallback.widgets.state import TrainingState, View
 from nbcallback.widgets.words import Words, words
 
-__all__ = ["DashboardWidget", "WidgetRenderer", "StaticRenderer"]
+__all__ = ["DashboardWidget", "WidgetRenderer", "StaticRenderer", "with_time"]
 
 STATIC = Path(__file__).parent / "static"
 _LABELS = {"stop": "stop", "stopping": "stopping", "lr": "lr", "apply": "apply", "step": "axis_step"}
@@ -143,6 +143,8 @@ class WidgetRenderer(NullRenderer):
         """The new ``spec`` (None when the panels and the x range are unchanged) and the ``view``: the series from
         the start when ``full``, else what the page lacks."""
         data = payload(view, self.parts, hint=self.hint, status=status, w=self.w)
+        if view.time is not None:
+            data["time"] = time_html(view.time, self.w)
         if "controls" in self.parts:
             data["controls"] = {"enabled": view.status in ("starting", "running"), "lr": view.lr}
         plot: dict[str, Any] = {"x_range": [0, 1], "epoch_marks": []}
@@ -168,7 +170,8 @@ class WidgetRenderer(NullRenderer):
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         widget, self.widget = self.widget, None
-        bundle = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w)
+        bundle = with_time(snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w),
+                           view, self.w)
         image, metadata = plot_bundle(view, png, css_width, self.w)
         try:
             if self._marimo is not None:
@@ -194,6 +197,15 @@ class WidgetRenderer(NullRenderer):
             widget.close()
 
 
+def with_time(bundle: dict[str, str], view: View, w: Words = words) -> dict[str, str]:
+    """The snapshot ``bundle`` with the "where the time goes" bar after it (HTML) and its line (text), when the view
+    has one (a Dashboard beside a CallbackProfiler)."""
+    if view.time is None:
+        return bundle
+    return {**bundle, "text/html": bundle.get("text/html", "") + time_html(view.time, w),
+            "text/plain": bundle.get("text/plain", "") + "\n" + time_text(view.time, w)}
+
+
 class StaticRenderer(NullRenderer):
     """``display_id`` HTML (``live``: at most once per ``interval`` seconds), then the snapshot and the PNG."""
 
@@ -207,7 +219,7 @@ class StaticRenderer(NullRenderer):
 
     def open(self, view: View, state: TrainingState, status: bool = True) -> None:
         if self.live:
-            bundle = snapshot_bundle(view, self.parts, status=status, w=self.w)
+            bundle = with_time(snapshot_bundle(view, self.parts, status=status, w=self.w), view, self.w)
             self._handle = IPython.display.display(bundle, raw=True, display_id=True)
             if "plot" in self.parts:
                 pending = {"text/plain": self.w("plot_pending")}
@@ -215,10 +227,12 @@ class StaticRenderer(NullRenderer):
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:
         if self._handle is not None:
-            self._handle.update(snapshot_bundle(view, self.parts, status=status, w=self.w), raw=True)
+            self._handle.update(with_time(snapshot_bundle(view, self.parts, status=status, w=self.w), view, self.w),
+                                raw=True)
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        bundle = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w)
+        bundle = with_time(snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w),
+                           view, self.w)
         image, metadata = plot_bundle(view, png, css_width, self.w)
         if self._handle is not None:
             self._handle.update(bundle, raw=True)

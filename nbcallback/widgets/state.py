@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 from nbcallback.widgets.series import Buckets, Cursor, Points, finite_or_none
 from nbcallback.widgets.words import Msg
 
-__all__ = ["EvalRow", "PlotData", "TrainingState", "View", "STATUSES", "SERIES"]
+__all__ = ["EvalRow", "PlotData", "TimeFacts", "TimeSegment", "TrainingState", "View", "STATUSES", "SERIES"]
 
 #: Life cycle of a run, in order; the last four are final.
 STATUSES = ("starting", "running", "finished", "stopped", "error", "interrupted")
@@ -120,6 +120,29 @@ class TableFacts:
 
 
 @dataclass(frozen=True)
+class TimeSegment:
+    """One part of the "where the time goes" bar: ``key`` (``'step'``, ``'validation'``, ``'eval'``,
+    ``'callback'``, ``'other'`` or ``'loop'``), its ``label`` as shown, its ``seconds`` and ``share`` of the wall
+    time, and its colour ``color`` (a slot of :data:`nbcallback.widgets.panels.TIME_COLORS`)."""
+
+    key: str
+    label: str
+    seconds: float
+    share: float
+    color: str
+
+
+@dataclass(frozen=True)
+class TimeFacts:
+    """Where the run's time went so far, as a :class:`~nbcallback.train.CallbackProfiler` in the same run measured
+    it (a :class:`View` group; None without one): the ``segments`` in the bar's order and the ``wall_s`` they add
+    up to."""
+
+    wall_s: float
+    segments: tuple[TimeSegment, ...]
+
+
+@dataclass(frozen=True)
 class View:
     """An immutable picture of a run for the renderers, in five groups (``run``, ``progress``, ``speed``,
     ``values``, ``table``) whose fields also read as the view's own (``view.epoch`` is ``view.progress.epoch``).
@@ -128,13 +151,15 @@ class View:
     training steps/s, ``eval_rate`` the pass's average steps/s; ``eta_total`` adds the predicted evaluations to
     ``eta_train`` (``eta_total_estimated``: none timed yet); ``rows`` are the last ones while live, else a head and
     tail with ``rows_omitted`` left out after index ``omitted_after``; ``display_seconds``: the display's time on
-    the training thread."""
+    the training thread; ``time``: where the time goes (:class:`TimeFacts`, only for a Dashboard beside a
+    ``CallbackProfiler``, else None)."""
 
     run: RunFacts
     progress: ProgressFacts
     speed: SpeedFacts
     values: ValueFacts
     table: TableFacts
+    time: TimeFacts | None = None
 
     kind = _Field("run")
     status = _Field("run")
@@ -325,6 +350,7 @@ class TrainingState:
             self.timing = Timing()
             self.losses = LossAverage(beta=self.smoothing)
             self.history = History(Buckets(self.max_points), Points(self.max_points))
+            self.time: TimeFacts | None = None
 
     def start(self, now: float, *, kind: str = "train", epochs: int = 1, steps_per_epoch: int = 0,
               first_global_step: int = 0, has_validation: bool = False, eval_steps: int | None = None,
@@ -483,6 +509,11 @@ class TrainingState:
             if self.history.lr_series.last() != value:
                 self.history.lr_series.add(changed_at if changed_at is not None else self.progress.global_step, value)
 
+    def set_time(self, time: TimeFacts | None) -> None:
+        """Where the run's time went so far (read from a profiler at a refresh; the views carry it)."""
+        with self._lock:
+            self.time = time
+
     def note_display_cost(self, seconds: float) -> None:
         """Add time the display took on the training thread (its overhead)."""
         with self._lock:
@@ -603,6 +634,7 @@ class TrainingState:
                            eta_total, estimated, timing.display_seconds),
                 ValueFacts(losses.loss, losses.last, self.history.lr, tuple(self.history.lr_changes)),
                 TableFacts(tuple(self.history.columns), tuple(rows), len(self.history.rows), omitted, omitted_after),
+                self.time,
             )
 
     # ------------------------------------------------------------------ plot data

@@ -309,3 +309,52 @@ test("controlsState: Stop while live and not stopping, the lr box only where the
   assert.deepEqual(controlsState({ enabled: false, lr: 0.01 }, "running"), { stop: false, lr: false });
   assert.deepEqual(controlsState(undefined, undefined), { stop: false, lr: false });
 });
+
+test("shownBoxes: the time bar shows only when the view has its HTML; the other boxes follow the spec's parts", async () => {
+  const { shownBoxes } = await import("../../nbcallback/widgets/static/dashboard.js");
+  const all = ["controls", "plot", "progress", "table"];
+  assert.deepEqual(shownBoxes(all, { controls: { enabled: true } }),
+    { controls: true, panels: true, metrics: true, time: false });
+  assert.equal(shownBoxes(all, { time: '<div class="nbc-time"></div>' }).time, true);
+  assert.equal(shownBoxes(all, { time: "" }).time, false);
+  for (const bad of [null, undefined, 3, {}]) assert.equal(shownBoxes(all, { time: bad }).time, false);
+  assert.deepEqual(shownBoxes(["progress"], {}), { controls: false, panels: false, metrics: false, time: false });
+  assert.equal(shownBoxes(undefined, undefined).time, false);
+});
+
+test("render: the time bar's HTML goes in its own box, hidden while the view has none", async () => {
+  // A minimal DOM, enough for render(): elements with attributes, children, innerHTML and hidden.
+  class Node {
+    constructor(tag) { Object.assign(this, { tag, attrs: {}, children: [], hidden: false, innerHTML: "", dataset: {} }); }
+    setAttribute(k, v) { this.attrs[k] = String(v); }
+    append(...kids) { this.children.push(...kids); }
+    replaceChildren(...kids) { this.children = kids; }
+    remove() {}
+    addEventListener() {}
+    get clientWidth() { return 600; }
+  }
+  const find = (node, cls) => node.attrs?.class === cls ? node
+    : (node.children ?? []).map((c) => find(c, cls)).find(Boolean);
+  globalThis.document = { createElement: (t) => new Node(t), createElementNS: (_, t) => new Node(t) };
+  globalThis.ResizeObserver = class { observe() {} disconnect() {} };
+  const frames = [];
+  globalThis.requestAnimationFrame = (fn) => frames.push(fn);
+  globalThis.cancelAnimationFrame = () => {};
+  const listeners = {};
+  const traits = { spec: { parts: ["progress", "table"] }, view: { html: { head: "<b>bars</b>" } } };
+  const model = { get: (k) => traits[k], on: (e, fn) => (listeners[e] = fn), off() {}, send() {} };
+  const el = new Node("div");
+  const { default: dash } = await import("../../nbcallback/widgets/static/dashboard.js");
+  const stop = dash.render({ model, el });
+  const time = find(el, "nbc-time");
+  assert.ok(time, "a box for the time bar");
+  assert.equal(time.hidden, true);
+  const bar = '<div class="nbc-time"><div class="nbc-time-bar"></div></div>';
+  listeners["msg:custom"]({ type: "view", view: { html: { head: "<b>bars</b>" }, time: bar } });
+  while (frames.length) frames.shift()();
+  assert.equal(time.hidden, false);
+  assert.equal(time.innerHTML, bar);
+  assert.equal(find(el, "nbc-head").innerHTML, "<b>bars</b>");
+  stop();
+  for (const k of ["document", "ResizeObserver", "requestAnimationFrame", "cancelAnimationFrame"]) delete globalThis[k];
+});

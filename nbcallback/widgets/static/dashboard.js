@@ -1,7 +1,8 @@
 // nbcallback training dashboard, the anywidget front end (issue #22): the `spec` and `view` traits and the
 // `{type: "view"}` messages of the kernel (DashboardWidget in render_widget.py). The bars, the status line and the
 // metrics table come as HTML built by the kernel (render_html.py, the same as the final snapshot) and are inserted
-// as they are; this module draws only the plot panels (their y ranges come from the kernel too: panels.y_range,
+// as they are, and so is the "where the time goes" bar (panels.time_html, when a CallbackProfiler times the run);
+// this module draws only the plot panels (their y ranges come from the kernel too: panels.y_range,
 // the final PNG's rule) and the controls. No build step; the pure exports are tested with `node --test tests/js/`.
 
 const PANEL_H = 220; // px, one panel's height (1 SVG unit = 1 CSS pixel)
@@ -223,6 +224,19 @@ function h(tag, attrs = {}, children = []) {
   return el;
 }
 
+/** Which boxes of the dashboard show, from the spec's parts and the latest view: the controls (when the kernel sent
+ * their state), the plot panels, the metrics table and the time bar (when the view has its HTML: a CallbackProfiler
+ * times the run). */
+export function shownBoxes(parts, view) {
+  const has = (part) => asArray(parts).includes(part);
+  return {
+    controls: has("controls") && Boolean(view?.controls),
+    panels: has("plot"),
+    metrics: has("table"),
+    time: typeof view?.time === "string" && view.time.length > 0,
+  };
+}
+
 /** Which controls can act: Stop while the run is live and not already stopping; the lr box while live with a
  * learning rate to change (none in a stand-alone evaluation). */
 export function controlsState(ctl, state, stopping = false) {
@@ -362,7 +376,7 @@ function panelBox(title) {
 function render({ model, el }) {
   const store = connect(model);
   const ui = {};
-  for (const k of ["head", "controls", "panels", "metrics"]) ui[k] = h("div", { class: `nbc-${k}` });
+  for (const k of ["head", "controls", "panels", "metrics", "time"]) ui[k] = h("div", { class: `nbc-${k}` });
   const root = h("div", { class: "nbc-dash" }, Object.values(ui));
   el.append(root);
   let update = null; // the controls, made when first shown
@@ -392,11 +406,10 @@ function render({ model, el }) {
     const spec = model.get("spec") ?? {};
     const view = store.view;
     const parts = Array.isArray(spec.parts) ? spec.parts : ["progress", "table", "plot", "controls"];
-    const shown = { controls: "controls", panels: "plot", metrics: "table" };
-    for (const [k, part] of Object.entries(shown)) ui[k].hidden = !parts.includes(part);
-    ui.controls.hidden ||= !view.controls;
+    for (const [k, shown] of Object.entries(shownBoxes(parts, view))) ui[k].hidden = !shown;
     html(ui.head, String(view.html?.head ?? ""));
     html(ui.metrics, String(view.html?.table ?? ""));
+    html(ui.time, ui.time.hidden ? "" : view.time);
     if (!ui.controls.hidden) {
       update ??= controls(ui.controls, model, spec.labels ?? {});
       update(view.controls, view.state);
