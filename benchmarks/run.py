@@ -44,6 +44,8 @@ Usage::
     python benchmarks/run.py --rounds 7 --only train,eval
     python -m benchmarks --quick --json /tmp/q.json --png /tmp/q.png   # smoke run
     python -m benchmarks --device cuda --data /tmp/MNIST_Data   # on a GPU: benchmarks/cuda.py
+    python -m benchmarks --step-overhead --json benchmarks/results/step_overhead.json
+        # per-step µs of the loop and each tutorial callback, in one process (benchmarks/train.py)
 
 Without ``--data`` MNIST is downloaded with ``nbcallback.dataset.download_mnist``
 into ``benchmarks/.data`` (honouring ``$NBCALLBACK_MNIST_URL``).
@@ -434,6 +436,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.cuda import main as device_main  # the GPU suite: one process, see benchmarks/cuda.py
 
         return device_main(arguments)
+    if "--step-overhead" in arguments:
+        from benchmarks.train import overhead_main  # one process, alternating rounds: see benchmarks/train.py
+
+        return overhead_main(arguments)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog="Comparisons: " + ", ".join(COMPARISONS))
     parser.add_argument("--data", help="an MNIST_Data folder (default: download_mnist into benchmarks/.data)")
@@ -447,6 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--png", help="write the bar chart here (default: benchmarks/results/latest.png; '-' for none)")
     parser.add_argument("--no-peers", action="store_true", help="leave Lightning and Keras out even when installed")
     parser.add_argument("--seed", type=int, default=0, help="first seed; round r uses seed + r")
+    parser.add_argument("--step-overhead", action="store_true",
+                        help="instead: per-step overhead of the loop and each tutorial callback, in one process "
+                             "(see --step-overhead --help)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per process")
     parser.add_argument("--merge", action="store_true",
                         help="with --only: replace just those comparisons in the existing JSON report (the others "

@@ -20,6 +20,13 @@ Usage::
 
     python benchmarks/train.py                       # download_mnist (honours $NBCALLBACK_MNIST_URL)
     python benchmarks/train.py --data MNIST_Data --rounds 7 --json results.json
+    python -m benchmarks --step-overhead             # the per-step overhead case below (no MNIST needed)
+
+The per-step overhead case (``--step-overhead``, :func:`step_overhead`) isolates
+what the loop and each tutorial callback add to one step: a model so small that
+the torch work is a few tens of microseconds, so the host work of ``Model.train``
+shows as it does on a GPU (where the tutorial's MLP is bound by Python and kernel
+launches). Everything runs in one process, the variants alternating round by round.
 """
 from __future__ import annotations
 
@@ -124,6 +131,202 @@ def child(kind: str, tensors: str, threads: int, seed: int, epochs: int) -> dict
             "printed": printed.getvalue().splitlines()}
 
 
+# --------------------------------------------------------------------------- per-step overhead
+
+OVERHEAD_STEPS = 900  # per epoch: the tutorial's save_checkpoint_steps=1875 falls in neither timed epoch
+OVERHEAD_BATCH = 8
+
+
+class TimedEpochs:
+    """A list of batches that notes, per epoch, the wall and thread CPU time from the first batch to the end.
+
+    The clocks start when the epoch's iteration begins and stop when it is exhausted,
+    so what a run does once (``on_train_begin``, the final checkpoint) is not counted;
+    every batch costs both sides the same generator step.
+    """
+
+    def __init__(self, batches: list) -> None:
+        self.batches = batches
+        self.spans: list[tuple[float, float]] = []
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        yield from self.batches
+        self.spans.append((time.perf_counter() - wall, time.thread_time() - cpu))
+
+
+def overhead_variants(folder: str) -> dict:
+    """name -> a factory of the callbacks list (``None``: the bare loop)."""
+    from nbcallback.train import CheckpointConfig, LossMonitor, ModelCheckpoint, TimeMonitor
+
+    def checkpoint():
+        config = CheckpointConfig(save_checkpoint_steps=1875, keep_checkpoint_max=10)
+        return ModelCheckpoint(prefix="o", directory=folder, config=config)
+
+    return {
+        "bare loop": None,
+        "Model.train, no callbacks": lambda: [],
+        "+ LossMonitor(300)": lambda: [LossMonitor(300)],
+        "+ TimeMonitor()": lambda: [TimeMonitor()],
+        "+ ModelCheckpoint": lambda: [checkpoint()],
+        "+ all three": lambda: [LossMonitor(300), TimeMonitor(), checkpoint()],
+    }
+
+
+def step_overhead(rounds: int = 30, steps: int = OVERHEAD_STEPS, threads: int = 1, seed: int = 0) -> dict:
+    """Per-step wall and CPU time of a bare loop and of ``Model.train`` with the tutorial's callbacks.
+
+    A ``Linear(4, 2)`` on batches of 8 pre-built tensors, ``CrossEntropyLoss``,
+    SGD. Each variant trains 2 epochs of ``steps`` steps; the second epoch is
+    timed (the first warms up: lazy imports, the checkpoint's graph file). Per
+    round every variant runs once, the order rotating; the figures are medians
+    over rounds of the per-round values, the ratios and differences to the bare
+    loop are paired within a round. Also counted, deterministically: Python
+    function calls per step (``sys.setprofile``), which no other load on the
+    machine can disturb.
+    """
+    import gc
+
+    import torch
+    from torch import nn
+
+    from nbcallback.train import Model
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    xs, ys = torch.randn(steps, OVERHEAD_BATCH, 4), torch.randint(0, 2, (steps, OVERHEAD_BATCH))
+    batches = TimedEpochs([(xs[i], ys[i]) for i in range(steps)])
+    network = nn.Linear(4, 2)
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(network.parameters(), lr=1e-3)
+    model = Model(network, loss_fn, optimizer, metrics={"accuracy"})
+    sink = io.StringIO()
+
+    def bare_epochs(epochs: int) -> None:
+        network.train()
+        for _ in range(epochs):
+            for images, labels in batches:
+                loss = loss_fn(network(images), labels)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+
+    def run(make, epochs: int = 2) -> None:
+        with contextlib.redirect_stdout(sink):
+            if make is None:
+                bare_epochs(epochs)
+            else:
+                model.train(epochs, batches, callbacks=make())
+        sink.seek(0)
+        sink.truncate()
+
+    with tempfile.TemporaryDirectory(prefix="nbcallback-bench-overhead-") as folder:
+        variants = overhead_variants(folder)
+        names = list(variants)
+        wall: dict[str, list[float]] = {n: [] for n in names}
+        cpu: dict[str, list[float]] = {n: [] for n in names}
+        for make in variants.values():  # warm-up
+            run(make)
+        for r in range(rounds):
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                gc.collect()
+                run(variants[name])
+                seconds, cpu_seconds = batches.spans[-1]
+                wall[name].append(1e6 * seconds / steps)
+                cpu[name].append(1e6 * cpu_seconds / steps)
+        calls: dict[str, float] = {}
+        for name, make in variants.items():
+            counts = []
+            for epochs in (1, 2):
+                counter = [0]
+
+                def profile(frame, event, arg, counter=counter) -> None:
+                    if event in ("call", "c_call"):
+                        counter[0] += 1
+
+                sys.setprofile(profile)
+                try:
+                    run(make, epochs)
+                finally:
+                    sys.setprofile(None)
+                counts.append(counter[0])
+            calls[name] = (counts[1] - counts[0]) / steps  # one more epoch: its steps and epoch hooks
+
+    results = {}
+    for name in names:
+        pairs_wall = [a / b for a, b in zip(wall[name], wall["bare loop"])]
+        pairs_cpu = [a / b for a, b in zip(cpu[name], cpu["bare loop"])]
+        results[name] = {
+            "wall_us": statistics.median(wall[name]), "cpu_us": statistics.median(cpu[name]),
+            "wall_over_bare_us": statistics.median(a - b for a, b in zip(wall[name], wall["bare loop"])),
+            "cpu_over_bare_us": statistics.median(a - b for a, b in zip(cpu[name], cpu["bare loop"])),
+            "wall_ratio": statistics.median(pairs_wall), "cpu_ratio": statistics.median(pairs_cpu),
+            "cpu_ratio_range": [min(pairs_cpu), max(pairs_cpu)],
+            "python_calls_per_step": calls[name],
+            "wall_us_runs": wall[name], "cpu_us_runs": cpu[name],
+        }
+    return {"rounds": rounds, "steps_per_epoch": steps, "batch": OVERHEAD_BATCH, "threads": threads,
+            "variants": results}
+
+
+def overhead_table(report: dict) -> str:
+    lines = ["| variant | wall µs/step | CPU µs/step | CPU µs over bare | × bare (CPU) [min–max] | × bare (wall) "
+             "| Python calls/step |", "|---|---|---|---|---|---|---|"]
+    for name, v in report["variants"].items():
+        low, high = v["cpu_ratio_range"]
+        lines.append(f"| {name} | {v['wall_us']:.1f} | {v['cpu_us']:.1f} | {v['cpu_over_bare_us']:+.1f} | "
+                     f"{v['cpu_ratio']:.3f} [{low:.3f}–{high:.3f}] | {v['wall_ratio']:.3f} | "
+                     f"{v['python_calls_per_step']:.1f} |")
+    return "\n".join(lines)
+
+
+def overhead_main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks --step-overhead [--rounds N] [--json PATH] [--note TEXT]``."""
+    import datetime
+
+    from benchmarks._common import cpu_model, loadavg
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks --step-overhead",
+                                     description="Per-step overhead of Model.train and the tutorial callbacks.")
+    parser.add_argument("--step-overhead", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=30, help="rounds, every variant once per round (default 30)")
+    parser.add_argument("--steps", type=int, default=OVERHEAD_STEPS, help="steps per epoch (default %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--json", help="write the report here (and the table next to it, .md)")
+    parser.add_argument("--note", default="", help="a line stored with the results (e.g. what else ran)")
+    args = parser.parse_args(argv)
+    import torch
+
+    meta = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "cpu": cpu_model(), "cpus": os.cpu_count(), "torch": torch.__version__,
+            "python": platform.python_version(), "loadavg_start": loadavg(), "note": args.note}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    meta["commit"] = commit.stdout.strip()
+    report = step_overhead(args.rounds, args.steps, args.threads)
+    meta["loadavg_end"] = loadavg()
+    report["meta"] = meta
+    text = overhead_table(report)
+    header = (f"Per-step overhead, {report['steps_per_epoch']}-step epochs of a Linear(4, 2) on batches of "
+              f"{report['batch']}, {args.threads} torch thread, {args.rounds} alternating rounds (medians; "
+              f"ratios and differences paired within a round). {meta['cpu']}, {meta['cpus']} CPUs, torch "
+              f"{meta['torch']}, commit {meta['commit']}; load average {meta['loadavg_start']} -> "
+              f"{meta['loadavg_end']}.")
+    print(header)
+    print()
+    print(text)
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=1))
+        path.with_suffix(".md").write_text(header + (f"\n\n{args.note}" if args.note else "") + "\n\n" + text + "\n")
+        print(f"JSON: {path}")
+    return 0
+
+
 # --------------------------------------------------------------------------- parent
 
 
@@ -167,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the results to this file")
     parser.add_argument("--child", choices=("bare", "model"), help=argparse.SUPPRESS)
     parser.add_argument("--tensors", help=argparse.SUPPRESS)
+    parser.add_argument("--step-overhead", action="store_true",
+                        help="the per-step overhead case instead (see python -m benchmarks --step-overhead --help)")
+    if "--step-overhead" in (sys.argv[1:] if argv is None else argv):
+        return overhead_main(argv)
     args = parser.parse_args(argv)
 
     if args.child:
