@@ -7,6 +7,7 @@ the offending argument.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from typing import Any, Sequence
@@ -90,3 +91,27 @@ def check_columns(value: Any, name: str) -> list[str]:
     if len(set(value)) != len(value):
         raise ValueError(f"Every column name should not be same with others in {name}, but got {list(value)}.")
     return list(value)
+
+
+def check_known_columns(names: Sequence[str], columns: Sequence[str], argument: str) -> None:
+    """Refuse a column of ``argument`` that the dataset (columns ``names``) does not have."""
+    for column in columns:
+        if column not in names:
+            raise ValueError(f"Invalid column name {column!r} in {argument}: the dataset has columns {list(names)}.")
+
+
+def check_workers(value: Any) -> None:
+    """``num_parallel_workers``: None or a positive int (accepted and ignored: one thread)."""
+    if value is not None:
+        check_int(value, "num_parallel_workers", 1)
+
+
+def positional_params(fn: Any) -> int | None:
+    """Number of positional parameters ``fn`` takes, or None when it takes ``*args`` / has no signature."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)

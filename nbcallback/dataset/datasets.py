@@ -33,30 +33,21 @@ Everything runs in the calling thread: ``num_parallel_workers`` and
 from __future__ import annotations
 
 import builtins
-import inspect
 import numbers
 import warnings
 from types import MappingProxyType
-from typing import Any, Callable, Iterator, Sequence, Union
+from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar, Union
 
 import numpy as np
 
 from . import _fast_path
-from ._validate import INT32_MAX, check_bool, check_columns, check_int, type_error
-from .callbacks import CallbackRun, check_callbacks, pipeline_callbacks
-from .iterators import DatasetIterator, EpochContext, Row, finish, preserved_rng, to_numpy
-from .transforms import Compose, TensorOperation
+from ._validate import check_bool, check_columns, check_known_columns, type_error
+from .callbacks import CallbackRun, pipeline_callbacks
+from .iterators import DatasetIterator, EpochContext, Output, Row, preserved_rng, to_numpy
 
 __all__ = ["Dataset"]
 
 Operation = Callable[..., Any]
-
-# ``map``/``batch`` keyword arguments of MindSpore that only tune its worker
-# pools: accepted and ignored here (everything runs in the calling thread).
-_IGNORED_MAP_KWARGS = frozenset({"python_multiprocessing", "max_rowsize"})
-_UNSUPPORTED_MAP_KWARGS = frozenset({"cache", "offload"})
-_BATCH_KWARGS = frozenset({"per_batch_map", "input_columns", "output_columns", "python_multiprocessing", "max_rowsize"})
-
 
 # Methods of MindSpore's Dataset that nbcallback does not have, and why (named when one is called).
 _NOT_PROVIDED = MappingProxyType(
@@ -72,35 +63,22 @@ _NOT_PROVIDED = MappingProxyType(
 )
 
 
-def _check_kwargs(method: str, kwargs: dict[str, Any], ignored: frozenset[str], unsupported: frozenset[str]) -> None:
-    for name in kwargs:
-        if name in unsupported:
-            raise NotImplementedError(f"{method}(): the argument {name!r} is not supported by nbcallback.")
-        if name not in ignored:
-            raise TypeError(f"{method}() got an unexpected keyword argument {name!r}")
+T = TypeVar("T", bound=Callable[..., Any])
 
 
-def _expand(operations: Any) -> list[Operation]:
-    """The op list of ``map``: a Compose is replaced by its ops (so built-ins keep the column path)."""
-    ops = list(operations) if isinstance(operations, (list, tuple)) else [operations]
-    expanded: list[Operation] = []
-    for op in ops:
-        if isinstance(op, Compose):
-            expanded.extend(_expand(list(op.transforms)))
-        else:
-            expanded.append(op)
-    return expanded
+def operation(name: str) -> Callable[[T], T]:
+    """Register the class (or function) that builds ``Dataset.<name>(...)`` (used in :mod:`.operations`).
 
+    ``Dataset.<name>(*args)`` returns ``registered(self, *args)``. This keeps each method's
+    MindSpore signature and documentation here while its checks, rows and fast-path plan live in
+    one class next to the others, without this module importing that one (which imports this).
+    """
 
-def _check_workers(value: Any) -> None:
-    if value is not None:
-        check_int(value, "num_parallel_workers", 1)
+    def register(made: T) -> T:
+        Dataset._operations[name] = made
+        return made
 
-
-def _known_columns(names: list[str], columns: list[str], argument: str) -> None:
-    for column in columns:
-        if column not in names:
-            raise ValueError(f"Invalid column name {column!r} in {argument}: the dataset has columns {names}.")
+    return register
 
 
 class Dataset:
@@ -114,12 +92,38 @@ class Dataset:
     Iterating with ``for`` runs one epoch and yields lists with one element
     per column (torch tensors); every ``for`` loop starts a new epoch with a
     new shuffle order.
+
+    **Operations.** Each method below (``map``, ``batch`` ...) hands its
+    arguments to the one class that implements the operation (in
+    :mod:`~nbcallback.dataset.operations`, registered with :func:`operation`):
+    its ``__init__`` checks the arguments with MindSpore's messages, its
+    ``_rows`` is the meaning row by row, its ``_join_plan`` how it joins the
+    whole-column fast path (:mod:`~nbcallback.dataset._fast_path`).
+
+    **The iteration protocol** (the only one; every epoch goes through it):
+
+    1. ``_epoch(...)`` starts an epoch for the user: an
+       :class:`~nbcallback.dataset.iterators.EpochContext` (the epoch's random
+       generators, drawn now), the dataset callbacks' run, and an
+       :class:`~nbcallback.dataset.iterators.Output` (columns picked,
+       converted to torch or numpy, lists or dicts); it returns
+       ``_stream(ctx, out)``.
+    2. ``_stream(ctx, out=None)`` is what anything reads from a node: the fast
+       path's ``Plan.stream(ctx, out)`` where
+       :func:`~nbcallback.dataset._fast_path.plan_for` covers the node, else
+       ``out(self._rows(ctx))``. Without ``out`` the elements are raw rows
+       (lists in ``get_col_names()`` order), as a node reads its inputs.
+    3. ``_rows(ctx)`` is each node's own meaning, row by row (the reference
+       path the fast path is tested equal to); it reads its inputs through
+       their ``_stream(ctx)``.
     """
+
+    #: What each method builds: operation name -> the class (or function) :func:`operation` registered.
+    _operations: ClassVar[dict[str, Callable[..., Any]]] = {}
 
     def __init__(self, inputs: Sequence["Dataset"] = ()) -> None:
         self._inputs: tuple[Dataset, ...] = tuple(inputs)
-        self._plan: Any = None  # the fast path's plan, once built (see _fast_path)
-        self._fast_checked = False
+        self._plan: Any = _fast_path.UNCHECKED  # the fast path's plan, or None, once plan_for looked
         self._size: int | None = None
         self._epochs_run = 0
 
@@ -127,7 +131,7 @@ class Dataset:
     def _parent(self) -> "Dataset | None":
         return self._inputs[0] if self._inputs else None
 
-    # -- hooks for subclasses --------------------------------------------------
+    # -- hooks for subclasses (operations and sources) ----------------------------
 
     def _col_names(self) -> list[str]:
         raise NotImplementedError
@@ -138,19 +142,38 @@ class Dataset:
             return sum(1 for _ in self._rows(EpochContext(self)))
 
     def _rows(self, ctx: EpochContext) -> Iterator[Row]:
-        """One epoch, row by row: the reference (plain) path of every node."""
+        """One epoch, row by row: the reference (plain) path of every node (see the iteration protocol)."""
         raise NotImplementedError
+
+    def _join_plan(self, plan: "_fast_path.Plan") -> bool:
+        """Extend the fast path's ``plan`` by this node, or return False (``plan`` untouched): it runs ``_rows``."""
+        return False
 
     def _needs_generator(self) -> bool:
         """Whether this node draws random numbers (then :class:`EpochContext` seeds a generator for it)."""
         return False
 
-    def _stream(self, ctx: EpochContext) -> Iterator[Row]:
-        """This node's elements for one epoch: the fast path when it covers the node, else :meth:`_rows`."""
+    def _takes_sampler(self) -> bool:
+        """Whether ``use_sampler``/``add_sampler`` apply to this node (a source reading rows by index)."""
+        return False
+
+    def _sync_pairs(self) -> dict[str, Any]:
+        """The ``sync_wait`` conditions ``sync_update`` reaches, nearest first (down each node's first input)."""
+        return self._inputs[0]._sync_pairs() if self._inputs else {}
+
+    def _check_splittable(self) -> None:
+        """Raise when :meth:`split` must refuse this dataset (a sharded source does)."""
+
+    def _split_rows(self, counts: list[int], randomize: bool) -> "tuple[Dataset, ...] | None":
+        """``split`` into parts of ``counts`` rows by selecting rows directly (a source), else None."""
+        return None
+
+    def _stream(self, ctx: EpochContext, out: Output | None = None) -> Iterator[Any]:
+        """This node's elements for one epoch (step 2 of the iteration protocol)."""
         plan = _fast_path.plan_for(self)
         if plan is not None:
-            return plan.stream(ctx)
-        return self._rows(ctx)
+            return plan.stream(ctx, out)
+        return self._rows(ctx) if out is None else out(self._rows(ctx))
 
     # -- operations --------------------------------------------------------------
 
@@ -203,34 +226,9 @@ class Dataset:
                 the wrong type, or ``callbacks`` is neither a DSCallback nor a
                 list of them.
         """
-        from .operations import MapDataset, MapStage, map_layout
-
-        if column_order is not None:
-            raise ValueError(
-                "The parameter 'column_order' had been deleted in map operation. Please use '.project' "
-                "operation instead: dataset.map(ops, input_columns, output_columns).project(column_order)."
-            )
-        callbacks = check_callbacks(kwargs.pop("callbacks", None))
-        _check_kwargs("map", kwargs, _IGNORED_MAP_KWARGS, _UNSUPPORTED_MAP_KWARGS)
-        _check_workers(num_parallel_workers)
-        ops = _expand(operations)
-        if not ops:
-            raise ValueError("operations must hold at least one operation.")
-        for i, op in enumerate(ops):
-            if not callable(op):
-                raise TypeError(f"operations[{i}] with value {op!r} is not callable.")
-        names = self.get_col_names()
-        inputs = [names[0]] if input_columns is None else check_columns(input_columns, "input_columns")
-        _known_columns(names, inputs, "input_columns")
-        outputs = list(inputs) if output_columns is None else check_columns(output_columns, "output_columns")
-        if isinstance(ops[0], TensorOperation) and len(inputs) != 1:
-            raise ValueError(
-                f"{type(ops[0]).__name__} transforms one column, but input_columns names {len(inputs)}: {inputs}."
-            )
-        if all(isinstance(op, TensorOperation) for op in ops) and len(outputs) != 1:
-            raise ValueError(f"Built-in operations produce one column, but output_columns names {len(outputs)}: {outputs}.")
-        names_after = map_layout(names, inputs, outputs)
-        return MapDataset(self, MapStage(tuple(ops), tuple(inputs), tuple(outputs)), names_after, callbacks)
+        return self._operations["map"](
+            self, operations, input_columns, output_columns, column_order, num_parallel_workers, **kwargs
+        )
 
     def batch(
         self,
@@ -270,43 +268,7 @@ class Dataset:
                 ``per_batch_map``, or a ``per_batch_map`` whose parameters do
                 not match ``input_columns``.
         """
-        from .operations import BatchDataset, BatchStage, map_layout
-
-        if "pad_info" in kwargs:
-            raise TypeError("batch() got an unexpected keyword argument 'pad_info' (in MindSpore 2.x, use padded_batch).")
-        _check_kwargs("batch", kwargs, _BATCH_KWARGS, frozenset())
-        if callable(batch_size) and not isinstance(batch_size, (numbers.Integral, np.integer)):
-            if _positional_params(batch_size) != 1:
-                raise ValueError("callable batch_size should take one parameter (BatchInfo).")
-            size: Any = batch_size
-        elif isinstance(batch_size, (numbers.Integral, np.integer)):
-            size = check_int(int(batch_size), "batch_size", 1)  # True counts as 1, as in MindSpore
-        else:
-            raise TypeError(f"batch_size should either be an int or a callable, but got {type(batch_size)}.")
-        drop = check_bool(drop_remainder, "drop_remainder")
-        _check_workers(num_parallel_workers)
-        per_batch_map = kwargs.get("per_batch_map")
-        input_columns = kwargs.get("input_columns")
-        output_columns = kwargs.get("output_columns")
-        names = self.get_col_names()
-        inputs: list[str] | None = None
-        outputs: list[str] | None = None
-        if per_batch_map is not None:
-            if not callable(per_batch_map):
-                raise TypeError(f"per_batch_map should be a callable, but got {type(per_batch_map)}.")
-            inputs = names if input_columns is None else check_columns(input_columns, "input_columns")
-            _known_columns(names, inputs, "input_columns")
-            params = _positional_params(per_batch_map)
-            if input_columns is not None and params is not None and params != len(inputs) + 1:
-                raise ValueError("The signature of per_batch_map should match with input columns.")
-            outputs = list(inputs) if output_columns is None else check_columns(output_columns, "output_columns")
-        elif input_columns is not None:
-            raise ValueError("input_columns can be specified only when per_batch_map is set.")
-        elif output_columns is not None:
-            raise ValueError("output_columns can be specified only when per_batch_map is set.")
-        names_after = names if inputs is None else map_layout(names, inputs, outputs or [])
-        stage = BatchStage(size, drop, per_batch_map, tuple(inputs or ()), tuple(outputs or ()))
-        return BatchDataset(self, stage, names_after)
+        return self._operations["batch"](self, batch_size, drop_remainder, num_parallel_workers, **kwargs)
 
     def padded_batch(
         self,
@@ -332,14 +294,7 @@ class Dataset:
         Raises:
             TypeError / ValueError: Bad arguments, as :meth:`batch` and MindSpore's ``check_pad_info``.
         """
-        from .operations import BatchDataset, BatchStage, check_pad_info
-
-        size = check_int(batch_size, "batch_size", 1)
-        drop = check_bool(drop_remainder, "drop_remainder")
-        _check_workers(num_parallel_workers)
-        names = self.get_col_names()
-        info = check_pad_info(pad_info, names)
-        return BatchDataset(self, BatchStage(size, drop, pad_info=info), names)
+        return self._operations["padded_batch"](self, batch_size, drop_remainder, num_parallel_workers, pad_info)
 
     def shuffle(self, buffer_size: int) -> "Dataset":
         """Shuffle rows through a buffer of ``buffer_size`` rows; a new order every epoch.
@@ -357,9 +312,7 @@ class Dataset:
             TypeError: ``buffer_size`` is not an int.
             ValueError: ``buffer_size`` is out of range.
         """
-        from .operations import ShuffleDataset
-
-        return ShuffleDataset(self, check_int(buffer_size, "buffer_size", 2))
+        return self._operations["shuffle"](self, buffer_size)
 
     def repeat(self, count: int | None = None) -> "Dataset":
         """Run the pipeline below ``count`` times per epoch (None or -1: forever).
@@ -372,15 +325,7 @@ class Dataset:
             TypeError: ``count`` is neither an int nor None.
             ValueError: ``count`` is 0, below -1 or above 2147483647.
         """
-        from .operations import RepeatDataset
-
-        if count is not None:
-            if isinstance(count, (bool, np.bool_)) or not isinstance(count, numbers.Integral):
-                raise type_error("count", count, (int, type(None)))
-            count = int(count)
-            if (count <= 0 and count != -1) or count > INT32_MAX:
-                raise ValueError("count should be either -1 or positive integer, range[1, INT32_MAX].")
-        return RepeatDataset(self, -1 if count is None else count)
+        return self._operations["repeat"](self, count)
 
     def take(self, count: int = -1) -> "Dataset":
         """The first ``count`` elements (rows, or batches after ``batch``); -1 for all.
@@ -389,14 +334,7 @@ class Dataset:
             TypeError: ``count`` is not an int.
             ValueError: ``count`` is neither -1 nor in ``(0, 2147483647]``.
         """
-        from .operations import TakeDataset
-
-        if isinstance(count, (bool, np.bool_)) or not isinstance(count, numbers.Integral):
-            raise type_error("count", count, (int,))
-        count = int(count)
-        if count != -1 and not 0 < count <= INT32_MAX:
-            raise ValueError(f"count should be either -1 or within the required interval of (0, {INT32_MAX}], got {count}.")
-        return TakeDataset(self, count)
+        return self._operations["take"](self, count)
 
     def skip(self, count: int) -> "Dataset":
         """All but the first ``count`` elements.
@@ -405,9 +343,7 @@ class Dataset:
             TypeError: ``count`` is not an int.
             ValueError: ``count`` is not in ``[0, 2147483647]``.
         """
-        from .operations import SkipDataset
-
-        return SkipDataset(self, check_int(count, "count", 0))
+        return self._operations["skip"](self, count)
 
     def rename(self, input_columns: Union[str, Sequence[str]], output_columns: Union[str, Sequence[str]]) -> "Dataset":
         """Rename columns, keeping their order.
@@ -416,21 +352,7 @@ class Dataset:
             TypeError / ValueError: Bad column arguments, or different counts.
             RuntimeError: A column is not in the dataset, or a new name clashes.
         """
-        from .operations import RenameDataset
-
-        inputs = check_columns(input_columns, "input_columns")
-        outputs = check_columns(output_columns, "output_columns")
-        if len(inputs) != len(outputs):
-            raise ValueError("Number of column in input_columns and output_columns is not equal.")
-        names = self.get_col_names()
-        for column in inputs:
-            if column not in names:
-                raise RuntimeError(f"rename: column {column!r} does not exist in the dataset (columns {names}).")
-        mapping = dict(builtins.zip(inputs, outputs))
-        after = [mapping.get(n, n) for n in names]
-        if len(set(after)) != len(after):
-            raise RuntimeError(f"rename: the new column names {after} are not unique.")
-        return RenameDataset(self, after)
+        return self._operations["rename"](self, input_columns, output_columns)
 
     def project(self, columns: Union[str, Sequence[str]]) -> "Dataset":
         """Keep only ``columns``, in that order.
@@ -439,14 +361,7 @@ class Dataset:
             TypeError / ValueError: Bad column argument.
             RuntimeError: A column is not in the dataset.
         """
-        from .operations import ProjectDataset
-
-        selected = check_columns(columns, "columns")
-        names = self.get_col_names()
-        for column in selected:
-            if column not in names:
-                raise RuntimeError(f"project: column {column!r} does not exist in the dataset (columns {names}).")
-        return ProjectDataset(self, selected)
+        return self._operations["project"](self, columns)
 
     def concat(self, datasets: Union["Dataset", list["Dataset"]]) -> "Dataset":
         """The rows of this dataset, then those of each of ``datasets``.
@@ -458,15 +373,7 @@ class Dataset:
             TypeError: ``datasets`` is not a Dataset or a list of them.
             RuntimeError: The column names differ.
         """
-        from .operations import ConcatDataset
-
-        if not isinstance(datasets, (Dataset, list)):
-            raise type_error("datasets", datasets, (Dataset, list))
-        others = [datasets] if isinstance(datasets, Dataset) else list(datasets)
-        for i, other in enumerate(others):  # MindSpore's check_concat names the item
-            if not isinstance(other, Dataset):
-                raise type_error(f"dataset[{i}]", other, (Dataset,))
-        return ConcatDataset([self, *others])
+        return self._operations["concat"](self, datasets)
 
     def __add__(self, other: "Dataset") -> "Dataset":
         return self.concat(other)
@@ -478,15 +385,7 @@ class Dataset:
             TypeError: ``datasets`` is not a Dataset or a tuple of them.
             RuntimeError: Two inputs share a column name.
         """
-        from .operations import ZipDataset
-
-        if isinstance(datasets, Dataset):
-            others: tuple[Dataset, ...] = (datasets,)
-        elif isinstance(datasets, tuple) and all(isinstance(d, Dataset) for d in datasets):
-            others = datasets
-        else:
-            raise type_error("datasets", datasets, (tuple, Dataset))
-        return ZipDataset((self, *others))
+        return self._operations["zip"](self, datasets)
 
     def filter(
         self,
@@ -503,21 +402,11 @@ class Dataset:
             TypeError: ``predicate`` is not callable.
             ValueError: Unknown column.
         """
-        from .operations import FilterDataset
-
-        if not callable(predicate):
-            raise TypeError("Predicate should be a Python function or a callable Python object.")
-        _check_workers(num_parallel_workers)
-        names = self.get_col_names()
-        inputs = list(names) if input_columns is None else check_columns(input_columns, "input_columns")
-        _known_columns(names, inputs, "input_columns")
-        return FilterDataset(self, predicate, inputs)
+        return self._operations["filter"](self, predicate, input_columns, num_parallel_workers)
 
     def split(self, sizes: Sequence[Union[int, float]], randomize: bool = True) -> tuple["Dataset", ...]:
         """Split into disjoint datasets of the given sizes (see :func:`nbcallback.dataset.operations.split`)."""
-        from .operations import split
-
-        return split(self, sizes, randomize)
+        return self._operations["split"](self, sizes, randomize)
 
     def sync_wait(self, condition_name: str, num_batch: int = 1, callback: Callable[[Any], Any] | None = None) -> "Dataset":
         """Let rows pass only as :meth:`sync_update` releases them; returns a new dataset.
@@ -547,15 +436,7 @@ class Dataset:
             RuntimeError: ``condition_name`` is already used by a ``sync_wait``
                 below; a ``shuffle`` is later added on top (no shuffle after sync).
         """
-        from .operations import SyncWaitDataset
-
-        if not isinstance(condition_name, str):
-            raise type_error("condition_name", condition_name, (str,))
-        if isinstance(num_batch, (bool, np.bool_)) or not isinstance(num_batch, numbers.Integral):
-            raise type_error("num_batch", num_batch, (int,))
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback should be a callable or None, but got {type(callback)}.")
-        return SyncWaitDataset(self, condition_name, int(num_batch), callback)
+        return self._operations["sync_wait"](self, condition_name, num_batch, callback)
 
     def sync_update(self, condition_name: str, num_batch: int | None = None, data: Any = None) -> None:
         """Release ``num_batch`` batches of the ``sync_wait`` named ``condition_name`` and call its callback.
@@ -574,8 +455,6 @@ class Dataset:
                 sync_wait first, as in MindSpore).
             TypeError: ``condition_name`` is not a str.
         """
-        from .operations import sync_notifiers
-
         if (
             isinstance(num_batch, (bool, np.bool_))
             or (num_batch is not None and not isinstance(num_batch, numbers.Integral))
@@ -585,7 +464,7 @@ class Dataset:
             raise RuntimeError(f"Sync_update batch size can only be positive integer, got: {num_batch}.")
         if not isinstance(condition_name, str):
             raise type_error("condition_name", condition_name, (str,))
-        notifiers = sync_notifiers(self)
+        notifiers = self._sync_pairs()
         if condition_name not in notifiers:
             self.disable_sync()
             raise RuntimeError(
@@ -597,9 +476,7 @@ class Dataset:
 
     def disable_sync(self) -> None:
         """Let rows pass freely through the nearest ``sync_wait`` below (MindSpore's ``disable_sync``)."""
-        from .operations import sync_notifiers
-
-        for pair in sync_notifiers(self).values():
+        for pair in self._sync_pairs().values():
             pair.disabled = True
             return
 
@@ -639,9 +516,7 @@ class Dataset:
         self._source_for_sampler("add_sampler")._install_sampler(new_sampler, replace=False)
 
     def _source_for_sampler(self, method: str) -> Any:
-        from .sources import SourceDataset
-
-        if isinstance(self, SourceDataset) and self.is_mappable():
+        if self._takes_sampler():
             return self
         raise AttributeError(
             f"{type(self).__name__}.{method}(): only a source that reads rows by index takes a sampler "
@@ -675,26 +550,11 @@ class Dataset:
 
     def get_batch_size(self) -> int:
         """Batch size of the last :meth:`batch` in the pipeline, 1 if there is none (-1 if callable)."""
-        from .operations import BatchDataset
-
-        node: Dataset | None = self
-        while node is not None:
-            if isinstance(node, BatchDataset):
-                size = node._stage.batch_size
-                return size if isinstance(size, int) else -1
-            node = node._parent
-        return 1
+        return self._inputs[0].get_batch_size() if self._inputs else 1  # a batch node answers for itself
 
     def get_repeat_count(self) -> int:
         """Count of the last :meth:`repeat` in the pipeline, 1 if there is none (-1: forever)."""
-        from .operations import RepeatDataset
-
-        node: Dataset | None = self
-        while node is not None:
-            if isinstance(node, RepeatDataset):
-                return node._count
-            node = node._parent
-        return 1
+        return self._inputs[0].get_repeat_count() if self._inputs else 1  # a repeat node answers for itself
 
     def _first_row(self) -> list[np.ndarray]:
         with preserved_rng():
@@ -737,11 +597,13 @@ class Dataset:
     def _epoch(
         self, columns: Sequence[str] | None, output_numpy: bool, do_copy: bool, as_dict: bool, owner: Any = None
     ) -> Iterator[Any]:
+        """Start one epoch for the user (step 1 of the iteration protocol); ``owner``: the iterator, if any."""
         ctx = EpochContext(self, self._epochs_run)
         ctx.do_copy = do_copy
         self._epochs_run += 1
         names = self.get_col_names()
         selected = list(columns) if columns is not None else names
+        out = Output(selected, [names.index(c) for c in selected], output_numpy, as_dict)
         dataset_callbacks = pipeline_callbacks(self)
         if dataset_callbacks:  # one run per iterator (``owner``), else per dataset object (see .callbacks)
             holder = self if owner is None else owner
@@ -749,12 +611,8 @@ class Dataset:
             holder.__dict__["_ds_callbacks"] = run
             run.start_epoch(dataset_callbacks)
             ctx.ds_callbacks = run
-            stream = finish(self._rows(ctx), [names.index(c) for c in selected], selected, output_numpy, as_dict)
-            return run.epoch_rows(stream)
-        plan = _fast_path.plan_for(self)
-        if plan is not None:
-            return plan.epoch(ctx, selected, output_numpy, as_dict)
-        return finish(self._rows(ctx), [names.index(c) for c in selected], selected, output_numpy, as_dict)
+            return run.epoch_rows(out(self._rows(ctx)))  # row by row: the hooks see every row
+        return self._stream(ctx, out)
 
     def __iter__(self) -> Iterator[Row]:
         """One epoch of lists (one torch tensor per column); each call starts a new epoch."""
@@ -788,7 +646,7 @@ class Dataset:
         """
         names = self.get_col_names()
         selected = None if columns is None else check_columns(columns, "columns")
-        _known_columns(names, selected or [], "columns")
+        check_known_columns(names, selected or [], "columns")
         return DatasetIterator(self, selected, num_epochs, output_numpy, do_copy, as_dict=False)
 
     def create_dict_iterator(
@@ -836,17 +694,6 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(columns={self.get_col_names()})"
-
-
-def _positional_params(fn: Callable[..., Any]) -> int | None:
-    """Number of positional parameters ``fn`` takes, or None when it takes ``*args`` / has no signature."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 def zip(datasets: tuple[Dataset, ...]) -> Dataset:  # noqa: A001 - MindSpore's name

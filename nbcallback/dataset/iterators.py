@@ -16,17 +16,19 @@ from __future__ import annotations
 
 import contextlib
 import random
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 import torch
 
+from ._tensor import numpy_to_tensor
 from ._validate import check_bool, type_error
 
 if TYPE_CHECKING:
     from .datasets import Dataset
 
-__all__ = ["DatasetIterator", "EpochContext"]
+__all__ = ["DatasetIterator", "EpochContext", "Output"]
 
 Row = list[Any]
 _SEED_HIGH = 2**62
@@ -46,15 +48,8 @@ def to_torch(value: Any) -> Any:
     """``value`` as a torch tensor; arrays with no tensor dtype (strings, objects) stay numpy."""
     if isinstance(value, torch.Tensor):
         return value
-    array = np.asarray(value)
-    if not array.dtype.isnative:
-        array = array.astype(array.dtype.newbyteorder("="))
-    elif not array.flags.writeable or any(stride < 0 for stride in array.strides):
-        array = np.array(array, copy=True, order="C")  # e.g. np.flip views, read-only buffers
-    try:
-        return torch.from_numpy(array)
-    except TypeError:
-        return array
+    tensor = numpy_to_tensor(value)
+    return np.asarray(value) if tensor is None else tensor
 
 
 def stack(values: Sequence[Any], column: str) -> Any:
@@ -140,12 +135,26 @@ class EpochContext:
 # --------------------------------------------------------------------------- iterators
 
 
-def finish(stream: Iterator[Row], select: list[int], names: list[str], output_numpy: bool, as_dict: bool) -> Iterator[Any]:
-    """Select columns and convert values for the user (torch tensors, or numpy with ``output_numpy``)."""
-    convert = to_numpy if output_numpy else to_torch
-    for element in stream:
-        values = [convert(element[j]) for j in select]
-        yield dict(zip(names, values)) if as_dict else values
+@dataclass(frozen=True)
+class Output:
+    """How the user receives an epoch's elements: which columns, torch or numpy, lists or dicts.
+
+    ``names`` are the columns returned and ``select`` their positions in a
+    row of the dataset. Calling it on a stream of rows gives the user's
+    elements (see the iteration protocol in :class:`~nbcallback.dataset.Dataset`).
+    """
+
+    names: list[str]
+    select: list[int]
+    numpy: bool
+    as_dict: bool
+
+    def __call__(self, stream: Iterator[Row]) -> Iterator[Any]:
+        convert = to_numpy if self.numpy else to_torch
+        select, names, as_dict = self.select, self.names, self.as_dict
+        for element in stream:
+            values = [convert(element[j]) for j in select]
+            yield dict(zip(names, values)) if as_dict else values
 
 
 class DatasetIterator:

@@ -1,9 +1,12 @@
 """Dataset operations: the node each :class:`~nbcallback.dataset.Dataset` method returns.
 
-Each class implements one operation's meaning, row by row (``_rows``): this is
-the reference path, used whenever the whole-column fast path
-(:mod:`nbcallback.dataset._fast_path`) does not cover a pipeline, and what the
-fast path must reproduce exactly.
+Each operation is one class, registered with
+:func:`~nbcallback.dataset.datasets.operation` under its method's name, that
+owns everything about it: ``__init__`` checks the method's arguments (with
+MindSpore's messages); ``_rows`` is its meaning, row by row (the reference
+path, used whenever the whole-column fast path does not cover a pipeline, and
+what the fast path must reproduce exactly); ``_join_plan`` says how it joins
+the fast path (:mod:`nbcallback.dataset._fast_path`; by default it does not).
 
 ==============================  ==========================================
 :class:`MapDataset`             ``map``
@@ -33,9 +36,21 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar, Union
 import numpy as np
 import torch
 
-from .datasets import Dataset
+from ._fast_path import Plan
+from ._validate import (
+    INT32_MAX,
+    check_bool,
+    check_columns,
+    check_int,
+    check_known_columns,
+    check_workers,
+    positional_params,
+    type_error,
+)
+from .callbacks import check_callbacks
+from .datasets import Dataset, operation
 from .iterators import EpochContext, Row, stack, to_numpy
-from .transforms import TensorOperation
+from .transforms import Compose, TensorOperation
 
 __all__ = [
     "BatchDataset",
@@ -60,7 +75,39 @@ Operation = Callable[..., Any]
 _DRAWS = 1024  # random slots drawn at a time by buffer_shuffle
 
 
+# ``map``/``batch`` keyword arguments of MindSpore that only tune its worker
+# pools: accepted and ignored here (everything runs in the calling thread).
+_IGNORED_MAP_KWARGS = frozenset({"python_multiprocessing", "max_rowsize"})
+_UNSUPPORTED_MAP_KWARGS = frozenset({"cache", "offload"})
+_BATCH_KWARGS = frozenset({"per_batch_map", "input_columns", "output_columns", "python_multiprocessing", "max_rowsize"})
+
+
+def _check_kwargs(method: str, kwargs: dict[str, Any], ignored: frozenset[str], unsupported: frozenset[str]) -> None:
+    for name in kwargs:
+        if name in unsupported:
+            raise NotImplementedError(f"{method}(): the argument {name!r} is not supported by nbcallback.")
+        if name not in ignored:
+            raise TypeError(f"{method}() got an unexpected keyword argument {name!r}")
+
+
+def _is_int(value: Any) -> bool:
+    """An int for MindSpore's count arguments (numpy ints too; bools are not)."""
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Integral)
+
+
 # --------------------------------------------------------------------------- map
+
+
+def _expand(operations: Any) -> list[Operation]:
+    """The op list of ``map``: a Compose is replaced by its ops (so built-ins keep the column path)."""
+    ops = list(operations) if isinstance(operations, (list, tuple)) else [operations]
+    expanded: list[Operation] = []
+    for op in ops:
+        if isinstance(op, Compose):
+            expanded.extend(_expand(list(op.transforms)))
+        else:
+            expanded.append(op)
+    return expanded
 
 
 @dataclass(frozen=True)
@@ -124,18 +171,55 @@ def _picks(before: Sequence[str], inputs: Sequence[str], after: Sequence[str], o
     return [width + list(outputs).index(n) if n in outputs else list(before).index(n) for n in after]
 
 
+@operation("map")
 class MapDataset(Dataset):
     """The result of :meth:`Dataset.map` (``callbacks``: its dataset callbacks, see :mod:`.callbacks`)."""
 
-    def __init__(self, parent: Dataset, stage: MapStage, names: list[str], callbacks: Sequence[Any] = ()) -> None:
+    def __init__(
+        self,
+        parent: Dataset,
+        operations: Union[Operation, Sequence[Operation]],
+        input_columns: Union[str, Sequence[str], None] = None,
+        output_columns: Union[str, Sequence[str], None] = None,
+        column_order: Any = None,
+        num_parallel_workers: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if column_order is not None:
+            raise ValueError(
+                "The parameter 'column_order' had been deleted in map operation. Please use '.project' "
+                "operation instead: dataset.map(ops, input_columns, output_columns).project(column_order)."
+            )
+        callbacks = check_callbacks(kwargs.pop("callbacks", None))
+        _check_kwargs("map", kwargs, _IGNORED_MAP_KWARGS, _UNSUPPORTED_MAP_KWARGS)
+        check_workers(num_parallel_workers)
+        ops = _expand(operations)
+        if not ops:
+            raise ValueError("operations must hold at least one operation.")
+        for i, op in enumerate(ops):
+            if not callable(op):
+                raise TypeError(f"operations[{i}] with value {op!r} is not callable.")
+        names = parent.get_col_names()
+        inputs = [names[0]] if input_columns is None else check_columns(input_columns, "input_columns")
+        check_known_columns(names, inputs, "input_columns")
+        outputs = list(inputs) if output_columns is None else check_columns(output_columns, "output_columns")
+        if isinstance(ops[0], TensorOperation) and len(inputs) != 1:
+            raise ValueError(
+                f"{type(ops[0]).__name__} transforms one column, but input_columns names {len(inputs)}: {inputs}."
+            )
+        if all(isinstance(op, TensorOperation) for op in ops) and len(outputs) != 1:
+            raise ValueError(f"Built-in operations produce one column, but output_columns names {len(outputs)}: {outputs}.")
         super().__init__([parent])
-        self._stage = stage
-        self._names = names
+        self._names = map_layout(names, inputs, outputs)
+        self._stage = MapStage(tuple(ops), tuple(inputs), tuple(outputs))
         self._callbacks = tuple(callbacks)
+
+    def _join_plan(self, plan: Plan) -> bool:
+        # With dataset callbacks the hooks must see every row: this map (and all above it) runs row by row.
         if self._callbacks:
-            # The whole-column fast path would run the ops once, not row by row: a map with
-            # callbacks (and every node above it) takes the row path, which calls the hooks.
-            self._fast_checked = True
+            return False
+        plan.add_map(self._stage, list(self._names))
+        return True
 
     def _col_names(self) -> list[str]:
         return self._names
@@ -264,10 +348,54 @@ def _pad_column(values: list[np.ndarray], shape: list[Any] | None, pad_value: An
     return out
 
 
+@operation("batch")
 class BatchDataset(Dataset):
-    """The result of :meth:`Dataset.batch` / :meth:`Dataset.padded_batch`."""
+    """The result of :meth:`Dataset.batch` (and, as :class:`PaddedBatchDataset`, of ``padded_batch``)."""
 
-    def __init__(self, parent: Dataset, stage: BatchStage, names: list[str]) -> None:
+    def __init__(
+        self,
+        parent: Dataset,
+        batch_size: Union[int, Callable[[Any], int]],
+        drop_remainder: bool = False,
+        num_parallel_workers: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if "pad_info" in kwargs:
+            raise TypeError("batch() got an unexpected keyword argument 'pad_info' (in MindSpore 2.x, use padded_batch).")
+        _check_kwargs("batch", kwargs, _BATCH_KWARGS, frozenset())
+        if callable(batch_size) and not isinstance(batch_size, (numbers.Integral, np.integer)):
+            if positional_params(batch_size) != 1:
+                raise ValueError("callable batch_size should take one parameter (BatchInfo).")
+            size: Any = batch_size
+        elif isinstance(batch_size, (numbers.Integral, np.integer)):
+            size = check_int(int(batch_size), "batch_size", 1)  # True counts as 1, as in MindSpore
+        else:
+            raise TypeError(f"batch_size should either be an int or a callable, but got {type(batch_size)}.")
+        drop = check_bool(drop_remainder, "drop_remainder")
+        check_workers(num_parallel_workers)
+        per_batch_map = kwargs.get("per_batch_map")
+        input_columns = kwargs.get("input_columns")
+        output_columns = kwargs.get("output_columns")
+        names = parent.get_col_names()
+        inputs: list[str] | None = None
+        outputs: list[str] | None = None
+        if per_batch_map is not None:
+            if not callable(per_batch_map):
+                raise TypeError(f"per_batch_map should be a callable, but got {type(per_batch_map)}.")
+            inputs = names if input_columns is None else check_columns(input_columns, "input_columns")
+            check_known_columns(names, inputs, "input_columns")
+            params = positional_params(per_batch_map)
+            if input_columns is not None and params is not None and params != len(inputs) + 1:
+                raise ValueError("The signature of per_batch_map should match with input columns.")
+            outputs = list(inputs) if output_columns is None else check_columns(output_columns, "output_columns")
+        elif input_columns is not None:
+            raise ValueError("input_columns can be specified only when per_batch_map is set.")
+        elif output_columns is not None:
+            raise ValueError("output_columns can be specified only when per_batch_map is set.")
+        names_after = names if inputs is None else map_layout(names, inputs, outputs or [])
+        self._start(parent, BatchStage(size, drop, per_batch_map, tuple(inputs or ()), tuple(outputs or ())), names_after)
+
+    def _start(self, parent: Dataset, stage: BatchStage, names: list[str]) -> None:
         super().__init__([parent])
         self._stage = stage
         self._names = names
@@ -278,6 +406,16 @@ class BatchDataset(Dataset):
 
     def _col_names(self) -> list[str]:
         return self._names
+
+    def _join_plan(self, plan: Plan) -> bool:
+        if not self._stage.plain:
+            return False  # a callable size, per_batch_map or padding: row by row
+        plan.end_with_batch(self._stage)
+        return True
+
+    def get_batch_size(self) -> int:
+        size = self._stage.batch_size
+        return size if isinstance(size, int) else -1
 
     def _count_rows(self) -> int:
         if isinstance(self._stage.batch_size, int):
@@ -344,6 +482,26 @@ class BatchDataset(Dataset):
         return f"{self._inputs[0]!r}.batch({self._stage.batch_size!r}, drop_remainder={self._stage.drop_remainder})"
 
 
+@operation("padded_batch")
+class PaddedBatchDataset(BatchDataset):
+    """The result of :meth:`Dataset.padded_batch`: a batch whose rows are padded to one shape."""
+
+    def __init__(
+        self,
+        parent: Dataset,
+        batch_size: int,
+        drop_remainder: bool = False,
+        num_parallel_workers: int | None = None,
+        pad_info: dict[str, Any] | None = None,
+    ) -> None:
+        size = check_int(batch_size, "batch_size", 1)
+        drop = check_bool(drop_remainder, "drop_remainder")
+        check_workers(num_parallel_workers)
+        names = parent.get_col_names()
+        info = check_pad_info(pad_info, names)
+        self._start(parent, BatchStage(size, drop, pad_info=info), names)
+
+
 # --------------------------------------------------------------------------- shuffle / repeat / take / skip
 
 
@@ -370,10 +528,19 @@ def buffer_shuffle(items: Iterable[T], buffer_size: int, generator: torch.Genera
         yield buffer[i]
 
 
+def shuffle_indices(indices: torch.Tensor, buffer_size: int, generator: torch.Generator) -> torch.Tensor:
+    """:func:`buffer_shuffle` of an index tensor (the fast path's ``shuffle``), with the same draws."""
+    if len(indices) <= buffer_size:
+        return indices[torch.randperm(len(indices), generator=generator)]
+    return torch.tensor(list(buffer_shuffle(indices.tolist(), buffer_size, generator)), dtype=indices.dtype)
+
+
+@operation("shuffle")
 class ShuffleDataset(Dataset):
     """The result of :meth:`Dataset.shuffle` (``seed``: a fixed order every epoch, for ``split``)."""
 
-    def __init__(self, parent: Dataset, buffer_size: int, seed: int | None = None) -> None:
+    def __init__(self, parent: Dataset, buffer_size: int, *, seed: int | None = None) -> None:
+        buffer_size = check_int(buffer_size, "buffer_size", 2)
         if any(isinstance(node, SyncWaitDataset) for node in _below(parent)):
             raise RuntimeError(
                 "No shuffle after sync operators. A shuffle reads rows ahead, past the rows a sync_wait "
@@ -403,13 +570,35 @@ class ShuffleDataset(Dataset):
     def _rows(self, ctx: EpochContext) -> Iterator[Row]:
         return buffer_shuffle(self._inputs[0]._stream(ctx), self._buffer_size, self.generator(ctx))
 
+    def _join_plan(self, plan: Plan) -> bool:
+        size = self._buffer_size
+        plan.reorder(lambda draw, ctx: shuffle_indices(draw(ctx), size, self.generator(ctx)))
+        return True
 
+
+@operation("repeat")
 class RepeatDataset(Dataset):
     """The result of :meth:`Dataset.repeat` (``count`` -1: forever)."""
 
-    def __init__(self, parent: Dataset, count: int) -> None:
+    def __init__(self, parent: Dataset, count: int | None = None) -> None:
+        if count is not None:
+            if not _is_int(count):
+                raise type_error("count", count, (int, type(None)))
+            count = int(count)
+            if (count <= 0 and count != -1) or count > INT32_MAX:
+                raise ValueError("count should be either -1 or positive integer, range[1, INT32_MAX].")
         super().__init__([parent])
-        self._count = count
+        self._count = -1 if count is None else count
+
+    def get_repeat_count(self) -> int:
+        return self._count
+
+    def _join_plan(self, plan: Plan) -> bool:
+        count = self._count
+        if count == -1:
+            return False  # forever: row by row
+        plan.reorder(lambda draw, ctx: torch.cat([draw(ctx) for _ in range(count)]))  # a new order per pass
+        return True
 
     def _col_names(self) -> list[str]:
         return self._inputs[0].get_col_names()
@@ -431,12 +620,24 @@ class RepeatDataset(Dataset):
                 return  # an empty input would loop forever
 
 
+@operation("take")
 class TakeDataset(Dataset):
     """The result of :meth:`Dataset.take`."""
 
-    def __init__(self, parent: Dataset, count: int) -> None:
+    def __init__(self, parent: Dataset, count: int = -1) -> None:
+        if not _is_int(count):
+            raise type_error("count", count, (int,))
+        count = int(count)
+        if count != -1 and not 0 < count <= INT32_MAX:
+            raise ValueError(f"count should be either -1 or within the required interval of (0, {INT32_MAX}], got {count}.")
         super().__init__([parent])
         self._count = count
+
+    def _join_plan(self, plan: Plan) -> bool:
+        count = self._count
+        if count != -1:
+            plan.reorder(lambda draw, ctx: draw(ctx)[:count])
+        return True
 
     def _col_names(self) -> list[str]:
         return self._inputs[0].get_col_names()
@@ -450,12 +651,19 @@ class TakeDataset(Dataset):
         return stream if self._count == -1 else itertools.islice(stream, self._count)
 
 
+@operation("skip")
 class SkipDataset(Dataset):
     """The result of :meth:`Dataset.skip`."""
 
     def __init__(self, parent: Dataset, count: int) -> None:
+        count = check_int(count, "count", 0)
         super().__init__([parent])
         self._count = count
+
+    def _join_plan(self, plan: Plan) -> bool:
+        count = self._count
+        plan.reorder(lambda draw, ctx: draw(ctx)[count:])
+        return True
 
     def _col_names(self) -> list[str]:
         return self._inputs[0].get_col_names()
@@ -471,11 +679,9 @@ class SkipDataset(Dataset):
 
 
 class _ColumnsDataset(Dataset):
-    """The parent's rows under the column names ``names`` (base of rename and project)."""
+    """The parent's rows under other column names (base of rename and project)."""
 
-    def __init__(self, parent: Dataset, names: list[str]) -> None:
-        super().__init__([parent])
-        self._names = names
+    _names: list[str]
 
     def _col_names(self) -> list[str]:
         return self._names
@@ -487,12 +693,47 @@ class _ColumnsDataset(Dataset):
         return self._inputs[0]._stream(ctx)
 
 
+@operation("rename")
 class RenameDataset(_ColumnsDataset):
     """The result of :meth:`Dataset.rename`: same rows, new names."""
 
+    def __init__(
+        self, parent: Dataset, input_columns: Union[str, Sequence[str]], output_columns: Union[str, Sequence[str]]
+    ) -> None:
+        inputs = check_columns(input_columns, "input_columns")
+        outputs = check_columns(output_columns, "output_columns")
+        if len(inputs) != len(outputs):
+            raise ValueError("Number of column in input_columns and output_columns is not equal.")
+        names = parent.get_col_names()
+        for column in inputs:
+            if column not in names:
+                raise RuntimeError(f"rename: column {column!r} does not exist in the dataset (columns {names}).")
+        mapping = dict(builtins.zip(inputs, outputs))
+        after = [mapping.get(n, n) for n in names]
+        if len(set(after)) != len(after):
+            raise RuntimeError(f"rename: the new column names {after} are not unique.")
+        super().__init__([parent])
+        self._names = after
 
+    def _join_plan(self, plan: Plan) -> bool:
+        if plan.lazy:
+            return False  # a per-row map below reads the old names
+        plan.rename(self._names)
+        return True
+
+
+@operation("project")
 class ProjectDataset(_ColumnsDataset):
     """The result of :meth:`Dataset.project`: some columns, in a new order."""
+
+    def __init__(self, parent: Dataset, columns: Union[str, Sequence[str]]) -> None:
+        selected = check_columns(columns, "columns")
+        names = parent.get_col_names()
+        for column in selected:
+            if column not in names:
+                raise RuntimeError(f"project: column {column!r} does not exist in the dataset (columns {names}).")
+        super().__init__([parent])
+        self._names = selected
 
     def _rows(self, ctx: EpochContext) -> Iterator[Row]:
         before = self._inputs[0].get_col_names()
@@ -500,10 +741,17 @@ class ProjectDataset(_ColumnsDataset):
         for row in self._inputs[0]._stream(ctx):
             yield [row[i] for i in where]
 
+    def _join_plan(self, plan: Plan) -> bool:
+        if plan.lazy:
+            return False  # a per-row map below writes columns by name
+        plan.project(self._names)
+        return True
+
 
 # --------------------------------------------------------------------------- several inputs
 
 
+@operation("concat")
 class ConcatDataset(Dataset):
     """The result of :meth:`Dataset.concat` / ``+``: the inputs' rows one after the other.
 
@@ -512,9 +760,15 @@ class ConcatDataset(Dataset):
     runs (names are checked first, before any row is read).
     """
 
-    def __init__(self, datasets: Sequence[Dataset]) -> None:
+    def __init__(self, parent: Dataset, datasets: Union[Dataset, list[Dataset]]) -> None:
+        if not isinstance(datasets, (Dataset, list)):
+            raise type_error("datasets", datasets, (Dataset, list))
+        others = [datasets] if isinstance(datasets, Dataset) else list(datasets)
+        for i, other in enumerate(others):  # MindSpore's check_concat names the item
+            if not isinstance(other, Dataset):
+                raise type_error(f"dataset[{i}]", other, (Dataset,))
         flat: list[Dataset] = []
-        for dataset in datasets:  # (a + b) + c reads as one concat of three
+        for dataset in [parent, *others]:  # (a + b) + c reads as one concat of three
             flat.extend(dataset._inputs if type(dataset) is ConcatDataset else [dataset])
         super().__init__(flat)
 
@@ -549,6 +803,7 @@ class ConcatDataset(Dataset):
                 yield row
 
 
+@operation("zip")
 class ZipDataset(Dataset):
     """The result of :meth:`Dataset.zip`: the inputs' columns side by side, as long as the shortest.
 
@@ -556,7 +811,14 @@ class ZipDataset(Dataset):
         RuntimeError: Two inputs share a column name.
     """
 
-    def __init__(self, datasets: Sequence[Dataset]) -> None:
+    def __init__(self, parent: Dataset, datasets: Union[Dataset, tuple[Dataset, ...]]) -> None:
+        if isinstance(datasets, Dataset):
+            others: tuple[Dataset, ...] = (datasets,)
+        elif isinstance(datasets, tuple) and all(isinstance(d, Dataset) for d in datasets):
+            others = datasets
+        else:
+            raise type_error("datasets", datasets, (tuple, Dataset))
+        datasets = (parent, *others)
         names: list[str] = []
         for dataset in datasets:
             for name in dataset.get_col_names():
@@ -580,13 +842,26 @@ class ZipDataset(Dataset):
             yield [value for row in rows for value in row]
 
 
+@operation("filter")
 class FilterDataset(Dataset):
     """The result of :meth:`Dataset.filter`: rows for which the predicate is true."""
 
-    def __init__(self, parent: Dataset, predicate: Callable[..., Any], columns: list[str]) -> None:
+    def __init__(
+        self,
+        parent: Dataset,
+        predicate: Callable[..., Any],
+        input_columns: Union[str, Sequence[str], None] = None,
+        num_parallel_workers: int | None = None,
+    ) -> None:
+        if not callable(predicate):
+            raise TypeError("Predicate should be a Python function or a callable Python object.")
+        check_workers(num_parallel_workers)
+        names = parent.get_col_names()
+        inputs = list(names) if input_columns is None else check_columns(input_columns, "input_columns")
+        check_known_columns(names, inputs, "input_columns")
         super().__init__([parent])
         self._predicate = predicate
-        self._columns = columns
+        self._columns = inputs
 
     def _col_names(self) -> list[str]:
         return self._inputs[0].get_col_names()
@@ -665,20 +940,32 @@ class ReleasePair:
             self.callback(data)
 
 
+@operation("sync_wait")
 class SyncWaitDataset(Dataset):
-    """The result of :meth:`Dataset.sync_wait`: rows pass as ``sync_update`` releases them."""
+    """The result of :meth:`Dataset.sync_wait`: rows pass as ``sync_update`` releases them (row path only)."""
 
-    def __init__(self, parent: Dataset, condition_name: str, num_batch: int, callback: Callable[[Any], Any] | None) -> None:
+    def __init__(
+        self, parent: Dataset, condition_name: str, num_batch: int = 1, callback: Callable[[Any], Any] | None = None
+    ) -> None:
+        if not isinstance(condition_name, str):
+            raise type_error("condition_name", condition_name, (str,))
+        if not _is_int(num_batch):
+            raise type_error("num_batch", num_batch, (int,))
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback should be a callable or None, but got {type(callback)}.")
+        num_batch = int(num_batch)
         if num_batch <= 0:
             raise ValueError("num_batch need to be greater than 0.")
-        if condition_name in sync_notifiers(parent):
+        if condition_name in parent._sync_pairs():
             raise RuntimeError(
                 f"Condition name is already in use: {condition_name!r} names another sync_wait of this pipeline; "
                 f"give each sync_wait its own condition_name."
             )
         super().__init__([parent])
         self._pair = ReleasePair(condition_name, num_batch, callback)
-        self._fast_checked = True  # rows pass one by one (no whole-column fast path)
+
+    def _sync_pairs(self) -> dict[str, Any]:
+        return {self._pair.condition_name: self._pair, **self._inputs[0]._sync_pairs()}
 
     def _col_names(self) -> list[str]:
         return self._inputs[0].get_col_names()
@@ -692,17 +979,6 @@ class SyncWaitDataset(Dataset):
         for row in self._inputs[0]._stream(ctx):
             pair.block()
             yield row
-
-
-def sync_notifiers(dataset: Dataset) -> dict[str, ReleasePair]:
-    """The ``sync_wait`` conditions ``sync_update`` on ``dataset`` reaches (down each node's first input, as MindSpore)."""
-    found: dict[str, ReleasePair] = {}
-    node: Dataset | None = dataset
-    while node is not None:
-        if isinstance(node, SyncWaitDataset):
-            found.setdefault(node._pair.condition_name, node._pair)
-        node = node._inputs[0] if node._inputs else None
-    return found
 
 
 # --------------------------------------------------------------------------- split
@@ -755,6 +1031,7 @@ def absolute_sizes(sizes: list[Union[int, float]], rows: int) -> list[int]:
     return counts
 
 
+@operation("split")
 def split(dataset: Dataset, sizes: Sequence[Union[int, float]], randomize: bool = True) -> tuple[Dataset, ...]:
     """Split ``dataset`` into disjoint datasets of ``sizes`` rows (or fractions summing to 1).
 
@@ -771,28 +1048,20 @@ def split(dataset: Dataset, sizes: Sequence[Union[int, float]], randomize: bool 
         ValueError: Bad ``sizes`` (empty, mixed, out of range, not summing to 1).
         RuntimeError: The dataset is empty, sharded, or int sizes do not sum to its size.
     """
-    from .sources import SourceDataset
-
     checked = _check_sizes(sizes, randomize)
-    if isinstance(dataset, SourceDataset) and (dataset._num_shards is not None or dataset.is_sharded()):
-        raise RuntimeError("Dataset should not be sharded before split.")
+    dataset._check_splittable()
     rows = dataset._rows_per_epoch()
     if rows <= 0:
         raise RuntimeError("dataset_size is unknown, unable to split.")
     counts = absolute_sizes(checked, rows)
     starts = [sum(counts[:i]) for i in range(len(counts))]
-    if isinstance(dataset, SourceDataset) and dataset.is_mappable():
-        order = torch.randperm(rows) if randomize else torch.arange(rows)
-        parts = [order[s : s + c] for s, c in builtins.zip(starts, counts)]
-        if randomize:
-            parts = [part.sort().values for part in parts]  # a random subset, in the source's order
-        if dataset._subset is not None:
-            parts = [dataset._subset[part] for part in parts]
-        return tuple(dataset._with_subset(part.clone()) for part in parts)
+    by_rows = dataset._split_rows(counts, randomize)  # a source reading rows by index: subsets of its rows
+    if by_rows is not None:
+        return by_rows
     seed = int(torch.randint(0, 2**62, (1,)).item()) if randomize else None
     parts: list[Dataset] = []
     for start, count in builtins.zip(starts, counts):
-        part: Dataset = ShuffleDataset(dataset, 10000, seed) if seed is not None else dataset
+        part: Dataset = ShuffleDataset(dataset, 10000, seed=seed) if seed is not None else dataset
         if start:
             part = part.skip(start)
         parts.append(part.take(count))

@@ -19,6 +19,8 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
 from ._validate import INT32_MAX, check_bool, check_columns, check_int, type_error
+from ._fast_path import UNCHECKED
+from ._tensor import numpy_to_tensor
 from .datasets import Dataset
 from .iterators import EpochContext, Row, preserved_rng
 from .samplers import (
@@ -30,6 +32,7 @@ from .samplers import (
     _seeded_permutation,
     to_sampler,
 )
+from .transforms import to_torch_dtype
 
 __all__ = ["GeneratorDataset", "NumpySlicesDataset", "SourceDataset"]
 
@@ -333,8 +336,7 @@ class SourceDataset(Dataset):
         self._sampler = new_sampler
         self._sampler_seeds_agreed = False
         self._size = None
-        self._plan = None
-        self._fast_checked = False
+        self._plan = UNCHECKED
 
     def _sampler_ids(self, ctx: EpochContext | None, epoch: int) -> torch.Tensor:
         assert self._sampler is not None
@@ -383,7 +385,9 @@ class SourceDataset(Dataset):
             )
         values = self.columns()[name]
         array = values.numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
-        return torch.from_numpy(np.asarray(array).astype(np.int64).reshape(len(array)))
+        labels = numpy_to_tensor(np.asarray(array).astype(np.int64).reshape(len(array)))
+        assert labels is not None  # int64 always converts
+        return labels
 
     def _default_shard(self) -> tuple[int | None, int | None]:
         """``(num_shards, shard_id)`` to use when neither was given.
@@ -424,12 +428,10 @@ class SourceDataset(Dataset):
     def columns(self) -> dict[str, Any]:
         """The loaded columns (torch tensors; numpy where torch has no dtype, e.g. strings), cached."""
         if self._columns_cache is None:
-            loaded = {}
+            loaded: dict[str, Any] = {}
             for name, array in self._load_columns().items():
-                try:
-                    loaded[name] = torch.from_numpy(array)
-                except TypeError:  # strings, or a list of rows of different shapes
-                    loaded[name] = array
+                tensor = numpy_to_tensor(array) if isinstance(array, np.ndarray) else None
+                loaded[name] = array if tensor is None else tensor  # strings, or a list of rows of different shapes
             self._columns_cache = loaded
         return self._columns_cache
 
@@ -513,6 +515,26 @@ class SourceDataset(Dataset):
         columns = list(self.columns().values())
         return ([c[i].clone() if isinstance(c, torch.Tensor) else np.array(c[i]) for c in columns] for i in indices)
 
+    def _takes_sampler(self) -> bool:
+        return self.is_mappable()
+
+    def _check_splittable(self) -> None:
+        if self._num_shards is not None or self.is_sharded():
+            raise RuntimeError("Dataset should not be sharded before split.")
+
+    def _split_rows(self, counts: list[int], randomize: bool) -> "tuple[Dataset, ...] | None":
+        """Parts reading a random (``randomize``) or consecutive subset of this source's rows, in its order."""
+        if not self.is_mappable():
+            return None
+        order = torch.randperm(sum(counts)) if randomize else torch.arange(sum(counts))
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        parts = [order[s : s + c] for s, c in builtins.zip(starts, counts)]
+        if randomize:
+            parts = [part.sort().values for part in parts]  # a random subset, in the source's order
+        if self._subset is not None:
+            parts = [self._subset[part] for part in parts]
+        return tuple(self._with_subset(part.clone()) for part in parts)
+
     def _with_subset(self, subset: torch.Tensor) -> "SourceDataset":
         """A copy reading only the rows ``subset`` (for ``split``); loaded columns are shared."""
         part = copy.copy(self)
@@ -525,8 +547,7 @@ class SourceDataset(Dataset):
             part._sampler_seeds_agreed = False
         else:
             part._subset = subset
-        part._plan = None
-        part._fast_checked = False
+        part._plan = UNCHECKED
         part._size = None
         part._epochs_run = 0
         part._epochs_drawn = 0
@@ -775,8 +796,6 @@ class GeneratorDataset(SourceDataset):
         return self._typed(rows)
 
     def _typed(self, rows: Iterator[Row]) -> Iterator[Row]:
-        from .transforms import to_torch_dtype
-
         first = True
         for row in rows:
             if first:
@@ -784,7 +803,8 @@ class GeneratorDataset(SourceDataset):
                 for i, (value, wanted) in enumerate(builtins.zip(row, self._column_types or [])):
                     if wanted is None:
                         continue
-                    got = value.dtype if isinstance(value, torch.Tensor) else torch.from_numpy(np.asarray(value)[None]).dtype
+                    tensor = value if isinstance(value, torch.Tensor) else numpy_to_tensor(np.asarray(value)[None])
+                    got = np.asarray(value).dtype if tensor is None else tensor.dtype  # str/bytes stay numpy
                     if got != to_torch_dtype(wanted, "column_types"):
                         raise RuntimeError(
                             f"GeneratorDataset: column {self._names[i]!r} has dtype {got} but column_types "
