@@ -165,7 +165,7 @@ def y_range(panel: Panel, series: Mapping[str, Mapping[str, Sequence[Any]]]) -> 
 # ---------------------------------------------------------------------- where the time goes
 
 #: The time bar's colours: a JupyterLab CSS variable (it follows the theme) and the colour where there is none.
-#: ``loop`` is the theme's faint text colour (dark on light, light on dark), striped: the rest of the wall time.
+#: ``loop``, the rest of the wall time, is the theme's quiet grey, striped.
 TIME_COLORS: dict[str, tuple[str, str]] = {
     "step": ("--jp-brand-color1", "#1976d2"),
     "eval": ("--jp-warn-color1", "#e65100"),
@@ -174,19 +174,21 @@ TIME_COLORS: dict[str, tuple[str, str]] = {
     "c3": ("--jp-info-color1", "#00838f"),
     "c4": ("--nbc-purple", "#9c4dcc"),
     "other": ("--jp-layout-color4", "#757575"),
-    "loop": ("--jp-ui-font-color3", "rgba(127,127,127,.5)"),
+    "loop": ("--jp-layout-color3", "rgba(127,127,127,.35)"),
 }
 #: At most this many callbacks get a segment of their own; the smaller ones share one (``'other'``).
 TIME_CALLBACKS = 4
 
 
-def time_facts(rows: Iterable[Any], wall_s: float, w: Words = words) -> TimeFacts:
+def time_facts(rows: Iterable[Any], wall_s: float, w: Words = words, order: Sequence[str] = ()) -> TimeFacts:
     """The "where the time goes" bar from a :class:`~nbcallback.train.CallbackProfiler`'s ``rows`` and ``wall_s``.
 
-    One segment per callback (its hooks together; the :data:`TIME_CALLBACKS` largest, the rest as one
-    ``'other'``), one for the training step (forward, backward, optimizer), one for the evaluation (fit's
-    validation or ``Model.eval``) and the loop (the rest of the wall time), in that order; each with its share of
-    the wall time, so the shares add up to one.
+    One segment for the training step (forward, backward, optimizer), one for the evaluation (fit's validation or
+    ``Model.eval``), one per callback (its hooks together) and the loop (the rest of the wall time), in that
+    order; each with its share of the wall time, so the shares add up to one.  The callbacks come in ``order``
+    (their names as the profiler labels them: the run's callbacks list), the others after them, largest first;
+    a callback keeps its place and colour while the bar is updated.  With more than :data:`TIME_CALLBACKS`, the
+    smallest share one segment (``'other'``).
     """
     wall = max(0.0, float(wall_s))
     step = evaluation = loop = 0.0
@@ -204,17 +206,21 @@ def time_facts(rows: Iterable[Any], wall_s: float, w: Words = words) -> TimeFact
         else:
             loop += seconds
     share = (lambda seconds: max(0.0, seconds) / wall) if wall > 0 else (lambda seconds: 0.0)
-    ranked = sorted(callbacks.items(), key=lambda item: -item[1])
-    shown, folded = ranked[:TIME_CALLBACKS], ranked[TIME_CALLBACKS:]
-    if len(folded) == 1:  # one more callback is clearer by its name than as "1 more callbacks"
-        shown, folded = ranked, []
+    place = {name: k for k, name in enumerate(dict.fromkeys(order))}
+    listed = sorted(callbacks, key=lambda name: (place.get(name, len(place)), -callbacks[name]))
+    slot = {name: f"c{k % 4 + 1}" for k, name in enumerate(listed)}
+    ranked = sorted(listed, key=lambda name: -callbacks[name])
+    kept = set(ranked if len(ranked) <= TIME_CALLBACKS + 1 else ranked[:TIME_CALLBACKS])
+    # (one more callback is clearer by its name than as "1 more callbacks")
+    shown = [(name, callbacks[name]) for name in listed if name in kept]
+    folded = [(name, callbacks[name]) for name in listed if name not in kept]
     segments = []
     if step > 0:
         segments.append(TimeSegment("step", w("time_step"), step, share(step), "step"))
     if evaluation > 0:
         segments.append(TimeSegment(eval_key, w("time_" + eval_key), evaluation, share(evaluation), "eval"))
-    for k, (name, seconds) in enumerate(shown):
-        segments.append(TimeSegment("callback", name, seconds, share(seconds), f"c{k % 4 + 1}"))
+    for name, seconds in shown:
+        segments.append(TimeSegment("callback", name, seconds, share(seconds), slot[name]))
     if folded:
         seconds = sum(seconds for _, seconds in folded)
         segments.append(TimeSegment("other", w("time_other", count=len(folded)), seconds, share(seconds), "other"))
@@ -228,10 +234,13 @@ def _css(slot: str) -> str:
 
 
 def _percent(share: float) -> str:
-    """``0.713 -> '71.3 %'``, ``0.0004 -> '0.04 %'`` (a small part still shows a number), ``0 -> '0 %'``."""
+    """``0.713 -> '71.3 %'``, ``0.0004 -> '0.04 %'`` (a small part still shows a number), ``0.00001 -> '< 0.01 %'``,
+    ``0 -> '0 %'``."""
     value = 100 * share
     if value == 0:
         return "0 %"
+    if value < 0.01:
+        return "< 0.01 %"
     return f"{value:.1f} %" if value >= 0.1 else f"{value:.2f} %"
 
 
@@ -241,7 +250,7 @@ def _seconds(seconds: float) -> str:
 
 _TIME_FONT = ("font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));font-size:13px;"
               "line-height:1.5;color:var(--jp-ui-font-color1,var(--vscode-foreground,inherit));margin-top:6px")
-_STRIPES = "repeating-linear-gradient(135deg,transparent 0 3px,rgba(127,127,127,.35) 3px 5px)"
+_STRIPES = "repeating-linear-gradient(135deg,transparent 0 3px,rgba(127,127,127,.45) 3px 5px)"
 
 
 def time_html(time: TimeFacts, w: Words = words) -> str:

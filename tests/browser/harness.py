@@ -605,6 +605,44 @@ try:
     trainer.fit(6, train_slice, test_slice, callbacks=[dashboard, Gate("readme_dashboard", at=660)])
 finally:
     report("readme_dashboard", dashboard)
+''',    "time_panel": '''\
+from nbcallback.train import CallbackProfiler, LossMonitor
+
+
+class SlowCallback(Callback):
+    """A callback that costs 4 ms a step (the one the bar should single out)."""
+
+    def on_train_step_end(self, run_context):
+        time.sleep(0.004)
+
+
+profiler = CallbackProfiler()
+dashboard = Dashboard()
+trainer = new_trainer()
+try:
+    trainer.fit(8, train_slice, test_slice, callbacks=[profiler, LossMonitor(1000), SlowCallback(), dashboard])
+finally:
+    bar = dashboard.view().time
+    report("time_panel", dashboard, segments=[[s.key, s.label, s.share] for s in bar.segments] if bar else None,
+           wall_s=profiler.wall_s)
+''',
+    "hook_trace": '''\
+from nbcallback.train import HookTrace, LossMonitor
+
+
+class StopEarly(Callback):
+    def on_train_step_end(self, run_context):
+        args = run_context.original_args()
+        if args.cur_epoch_num == 2 and args.cur_step_num >= args.batch_num + 3:
+            run_context.request_stop()
+
+
+trace = HookTrace()
+trainer = new_trainer()
+trainer.fit(2, datapipe(path / "train", 64, num_samples=640), datapipe(path / "test", 64, num_samples=128, shuffle=False),
+            callbacks=[trace, LossMonitor(10), StopEarly()])
+report("hook_trace", hooks=len(trace.hooks))
+trace
 ''',
 }
 

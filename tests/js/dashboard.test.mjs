@@ -346,7 +346,7 @@ test("render: the time bar's HTML goes in its own box, hidden while the view has
   const el = new Node("div");
   const { default: dash } = await import("../../nbcallback/widgets/static/dashboard.js");
   const stop = dash.render({ model, el });
-  const time = find(el, "nbc-time");
+  const time = find(el, "nbc-timebox");
   assert.ok(time, "a box for the time bar");
   assert.equal(time.hidden, true);
   const bar = '<div class="nbc-time"><div class="nbc-time-bar"></div></div>';

@@ -76,6 +76,16 @@ def test_small_callbacks_fold_into_one_segment_and_an_eval_run_says_evaluation()
     assert time_facts([], 0.0).segments[0].share == 0.0  # nothing measured yet: no division by zero
 
 
+def test_callbacks_keep_the_lists_order_and_their_colours_while_their_times_change() -> None:
+    order = ("CallbackProfiler", "Dashboard", "LossMonitor")
+    early = time_facts(FIT, 10.0, order=order)
+    assert [seg.label for seg in early.segments if seg.key == "callback"] == ["Dashboard", "LossMonitor"]
+    later = time_facts(FIT + rows(("callback", "Dashboard", 5.0), ("callback", "Unlisted", 0.05)), 16.0, order=order)
+    colours = {seg.label: seg.color for seg in later.segments}
+    assert [seg.label for seg in later.segments if seg.key == "callback"] == ["Dashboard", "LossMonitor", "Unlisted"]
+    assert all(colours[seg.label] == seg.color for seg in early.segments)  # a part keeps its colour
+
+
 def test_the_words_are_english_or_chinese() -> None:
     zh = Words("zh_CN")
     facts = time_facts(FIT, 10.0, zh)
@@ -92,7 +102,7 @@ def test_the_html_draws_each_segment_at_its_share_with_theme_colours_and_tooltip
     widths = [float(w) for w in re.findall(r'class="nbc-time-seg"[^>]*flex:0 0 ([\d.]+)%', html)]
     assert widths == [60.0, 8.0, 6.0, 1.0, 15.0]
     assert html.count('class="nbc-time-item"') == 5  # the legend: one entry per segment
-    assert "var(--jp-brand-color1,#1976d2)" in html and "var(--jp-ui-font-color3," in html  # themed
+    assert "var(--jp-brand-color1,#1976d2)" in html and "var(--jp-layout-color3," in html  # themed
     tips = [unescape(t) for t in re.findall(r'class="nbc-time-seg"[^>]*title="([^"]*)"', html)]
     assert tips[2] == "LossMonitor: 600.0 ms, 6.0 % of the wall time"
     assert "<script" not in html and "&lt;b&gt;" in time_html(time_facts(rows(("callback", "<b>", 1.0)), 1.0))
@@ -177,7 +187,7 @@ def test_the_widget_is_sent_the_bar_at_refreshes_and_the_snapshot_keeps_the_last
 def test_a_real_profiler_feeds_the_bar_and_its_shares_add_up(kernel: FakeDisplay) -> None:
     class Slow(Callback):
         def on_train_step_end(self, run_context: Any) -> None:
-            time.sleep(0.002)
+            time.sleep(0.005)
 
     profiler = CallbackProfiler()
     dash = Dashboard(display="widget", lang="zh_CN")
@@ -187,8 +197,9 @@ def test_a_real_profiler_feeds_the_bar_and_its_shares_add_up(kernel: FakeDisplay
     assert facts is not None
     keys = [seg.key for seg in facts.segments]
     assert keys[:2] == ["step", "validation"] and keys[-1] == "loop"
-    labels = [seg.label for seg in facts.segments if seg.key == "callback"]
-    assert labels[0] == "Slow" and "Dashboard" in labels  # the slowest callback first; the display's own cost too
+    callbacks = {seg.label: seg.share for seg in facts.segments if seg.key == "callback"}
+    assert list(callbacks) == ["Slow", "Dashboard"]  # the list's order; the display's own cost is shown too
+    assert callbacks["Slow"] > callbacks["Dashboard"]  # 5 ms a step: the slow one stands out
     assert sum(seg.share for seg in facts.segments) == pytest.approx(1.0, abs=0.02)
     final = kernel.handles[0].bundles[-1]
     assert "时间花在哪里" in final["text/html"] and 'data-key="validation"' in final["text/html"]

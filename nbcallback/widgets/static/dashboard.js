@@ -376,7 +376,8 @@ function panelBox(title) {
 function render({ model, el }) {
   const store = connect(model);
   const ui = {};
-  for (const k of ["head", "controls", "panels", "metrics", "time"]) ui[k] = h("div", { class: `nbc-${k}` });
+  for (const k of ["head", "controls", "panels", "metrics"]) ui[k] = h("div", { class: `nbc-${k}` });
+  ui.time = h("div", { class: "nbc-timebox" }); // the kernel's HTML inside is the .nbc-time panel
   const root = h("div", { class: "nbc-dash" }, Object.values(ui));
   el.append(root);
   let update = null; // the controls, made when first shown
