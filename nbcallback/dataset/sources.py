@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import json
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
@@ -111,6 +113,21 @@ _SAMPLER_FIX = (
 )
 
 
+@dataclass
+class _Shards:
+    """A source's sharding: ``count`` shards (None: not sharded), this one is ``index``.
+
+    ``padded``: every shard gets ``ceil(rows / count)`` rows (under torch.distributed);
+    ``seed``: the shuffle seed every shard derives its orders from, rank 0's once ``agreed``.
+    """
+
+    count: int | None
+    index: int | None
+    padded: bool
+    seed: int
+    agreed: bool
+
+
 class _SamplerAccess:
     """What a sampler chain may ask of its source during one pass: the epoch's generator, the epoch, labels."""
 
@@ -149,7 +166,7 @@ class _DefaultOrder(BuiltinSampler):
         return bool(self._source._shuffle)
 
     def is_sharded(self) -> bool:
-        return (self._source._num_shards or 1) > 1
+        return (self._source._shards.count or 1) > 1
 
     def _own_count(self, rows: int, access: _SamplerAccess, base: torch.Tensor | None) -> int:
         return self._source._default_count()
@@ -264,8 +281,6 @@ class SourceDataset(Dataset):
             num_samples = None  # a list/iterable sampler took it (MindSpore's SubsetSampler(ids, num_samples))
         self._num_samples = num_samples
         self._shuffle = (sampler is None) if shuffle is None else shuffle
-        self._num_shards = num_shards
-        self._shard_id = shard_id
         self._sampler: BuiltinSampler | None = chain
         self._sampler_seeds_agreed = False
         self._subset: torch.Tensor | None = None
@@ -276,9 +291,13 @@ class SourceDataset(Dataset):
         # and under torch.distributed take rank 0's, agreed at the first epoch
         # (_agree_shard_seed): nothing here talks to the other ranks.
         group = _process_group_size() if num_shards else 1
-        self._pad_shards = group > 1
-        self._shard_seed = int(torch.randint(0, 2**62, (1,)).item()) if num_shards and self._shuffle else 0
-        self._seed_agreed = not (group > 1 and self._shuffle)
+        self._shards = _Shards(
+            num_shards,
+            shard_id,
+            padded=group > 1,
+            seed=int(torch.randint(0, 2**62, (1,)).item()) if num_shards and self._shuffle else 0,
+            agreed=not (group > 1 and self._shuffle),
+        )
 
     def _check_sampler_arguments(
         self, sampler: Any, num_samples: Any, shuffle: Any, num_shards: Any, shard_id: Any
@@ -371,7 +390,7 @@ class SourceDataset(Dataset):
     def is_sharded(self) -> bool:
         """Whether this dataset reads one shard of several (``num_shards`` > 1, or a sharding sampler)."""
         if self._sampler is None:
-            return (self._num_shards or 1) > 1
+            return (self._shards.count or 1) > 1
         return self._sampler.is_sharded()
 
     def _class_labels(self, column: str) -> torch.Tensor:
@@ -446,7 +465,7 @@ class SourceDataset(Dataset):
         return any(s._random for s in self._sampler._chain())
 
     def _default_is_random(self) -> bool:
-        return bool(self._shuffle) and self._num_shards is None
+        return bool(self._shuffle) and self._shards.count is None
 
     def _base_rows(self) -> int:
         return self._source_rows() if self._subset is None else len(self._subset)
@@ -458,12 +477,12 @@ class SourceDataset(Dataset):
 
     def _default_count(self) -> int:
         rows = self._base_rows()
-        if self._num_shards is not None:
-            assert self._shard_id is not None
-            if self._pad_shards:
-                rows = -(-rows // self._num_shards)
+        if self._shards.count is not None:
+            assert self._shards.index is not None
+            if self._shards.padded:
+                rows = -(-rows // self._shards.count)
             else:
-                rows = len(range(self._shard_id, rows, self._num_shards))
+                rows = len(range(self._shards.index, rows, self._shards.count))
         if self._num_samples is not None:
             rows = min(rows, self._num_samples)
         return rows
@@ -481,20 +500,20 @@ class SourceDataset(Dataset):
         rows = self._base_rows()
         if not self._shuffle:
             order = torch.arange(rows)
-        elif self._num_shards is None:
+        elif self._shards.count is None:
             order = torch.randperm(rows, generator=generator())
         else:
-            if not self._seed_agreed:
-                self._shard_seed = _agree_shard_seed(self._shard_seed, self._description())
-                self._seed_agreed = True
-            order = _seeded_permutation(self._shard_seed, epoch, rows)  # as a shuffled DistributedSampler's
+            if not self._shards.agreed:
+                self._shards.seed = _agree_shard_seed(self._shards.seed, self._description())
+                self._shards.agreed = True
+            order = _seeded_permutation(self._shards.seed, epoch, rows)  # as a shuffled DistributedSampler's
         if self._subset is not None:
             order = self._subset[order]
-        if self._num_shards is not None:
-            if self._pad_shards and rows % self._num_shards:
-                padded = -(-rows // self._num_shards) * self._num_shards
+        if self._shards.count is not None:
+            if self._shards.padded and rows % self._shards.count:
+                padded = -(-rows // self._shards.count) * self._shards.count
                 order = order.repeat(-(-padded // rows))[:padded]  # wrap around to the epoch's first rows
-            order = order[self._shard_id :: self._num_shards]
+            order = order[self._shards.index :: self._shards.count]
         if self._num_samples is not None:
             order = order[: self._num_samples]
         return order.contiguous()
@@ -503,7 +522,7 @@ class SourceDataset(Dataset):
         """What every rank's copy of a sharded dataset must share, in words (see :func:`_agree_shard_seed`)."""
         return (
             f"{type(self).__name__} of {self._base_rows()} rows, columns {self._source_col_names()}, "
-            f"num_shards={self._num_shards}, num_samples={self._num_samples}"
+            f"num_shards={self._shards.count}, num_samples={self._num_samples}"
             + (f", sampler {self._sampler!r}" if self._sampler is not None else "")
         )
 
@@ -519,7 +538,7 @@ class SourceDataset(Dataset):
         return self.is_mappable()
 
     def _check_splittable(self) -> None:
-        if self._num_shards is not None or self.is_sharded():
+        if self._shards.count is not None or self.is_sharded():
             raise RuntimeError("Dataset should not be sharded before split.")
 
     def _split_rows(self, counts: list[int], randomize: bool) -> "tuple[Dataset, ...] | None":
@@ -538,6 +557,7 @@ class SourceDataset(Dataset):
     def _with_subset(self, subset: torch.Tensor) -> "SourceDataset":
         """A copy reading only the rows ``subset`` (for ``split``); loaded columns are shared."""
         part = copy.copy(self)
+        part._shards = dataclasses.replace(self._shards)
         if self._sampler is not None:  # MindSpore's structure: SequentialSampler() over the part's positions
             positions = SubsetSampler(subset.tolist())
             positions.add_child(self._sampler)
