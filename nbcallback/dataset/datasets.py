@@ -1,8 +1,10 @@
 """``Dataset``: the base class of every source and operation (``mindspore.dataset.Dataset``).
 
-Every operation is a method that checks its arguments as MindSpore does and
-returns a *new* dataset (the node classes live in
-:mod:`nbcallback.dataset.operations`; the receiver is left unchanged):
+Every operation is a method that returns a *new* dataset (the receiver is
+left unchanged). The method hands its arguments to the one class in
+:mod:`nbcallback.dataset.operations` that implements the operation (its
+checks with MindSpore's messages, its rows, its fast-path step); see
+:func:`operation` and the class docstring of :class:`Dataset`:
 
 ==================  =====================================================
 ``map``             apply transforms / Python callables to columns
@@ -23,10 +25,10 @@ returns a *new* dataset (the node classes live in
 ``map(..., callbacks=...)`` takes dataset callbacks
 (:mod:`nbcallback.dataset.callbacks`).
 
-Iterating a dataset runs one epoch (see :mod:`nbcallback.dataset.iterators`).
-Where it can, the epoch runs on whole cached columns
-(:mod:`nbcallback.dataset._fast_path`); otherwise row by row through each
-node's ``_rows`` (the reference behaviour, in :mod:`~nbcallback.dataset.operations`).
+Iterating a dataset runs one epoch (the iteration protocol is in the
+docstring of :class:`Dataset`). Where it can, the epoch runs on whole cached
+columns (:mod:`nbcallback.dataset._fast_path`); otherwise row by row through
+each node's ``_rows`` (the reference behaviour, in :mod:`~nbcallback.dataset.operations`).
 Everything runs in the calling thread: ``num_parallel_workers`` and
 ``python_multiprocessing`` are accepted and ignored.
 """

@@ -10,7 +10,8 @@ the fast path (:mod:`nbcallback.dataset._fast_path`; by default it does not).
 
 ==============================  ==========================================
 :class:`MapDataset`             ``map``
-:class:`BatchDataset`           ``batch`` / ``padded_batch``
+:class:`BatchDataset`           ``batch``
+:class:`PaddedBatchDataset`     ``padded_batch``
 :class:`ShuffleDataset`         ``shuffle`` (:func:`buffer_shuffle`)
 :class:`RepeatDataset`          ``repeat``
 :class:`TakeDataset`            ``take``
@@ -23,6 +24,11 @@ the fast path (:mod:`nbcallback.dataset._fast_path`; by default it does not).
 :class:`SyncWaitDataset`        ``sync_wait`` / ``sync_update``
 :func:`split`                   ``split``
 ==============================  ==========================================
+
+A new operation is this module's class (``@operation("name")``; ``__init__(self,
+parent, *args)`` checks, ``_col_names``, ``_count_rows``, ``_rows``, and
+``_join_plan`` if whole columns can do it) plus the documented method on
+:class:`~nbcallback.dataset.Dataset` that returns ``self._operations["name"](self, *args)``.
 """
 from __future__ import annotations
 
