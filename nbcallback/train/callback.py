@@ -22,6 +22,7 @@ classes and importing the mechanism does not import every built-in.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import sys
 import warnings
@@ -363,7 +364,8 @@ class CallbackManager(Callback):
         TypeError: an element is not a ``Callback`` (the message names it).
 
     Dispatch skips callbacks whose hook would only reach the empty base methods;
-    that is invisible to callbacks and keeps a long list cheap on every step.
+    that is invisible to callbacks and keeps a long list cheap on every step: a
+    callback without step hooks is never called per step.
     An exception raised by a callback propagates unchanged, with a note naming
     the callback class and the hook.
     """
@@ -437,6 +439,14 @@ class CallbackManager(Callback):
     def has_hook(self, hook: str) -> bool:
         """Whether any managed callback does something on ``hook``."""
         return bool(self._dispatch[hook])
+
+    def runner(self, hook: str) -> Callable[[RunContext], None] | None:
+        """What the trainer calls on every step: runs ``hook`` as ``getattr(self, hook)`` does.
+
+        ``None`` when no callback acts on ``hook``, so the trainer skips the call.
+        Ask after entering the manager (the callbacks and the dispatch are final then).
+        """
+        return functools.partial(self._run, hook) if self._dispatch[hook] else None
 
     def _run_legacy(self, name: str, run_context: RunContext) -> None:
         for callback in self._callbacks:

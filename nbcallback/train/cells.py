@@ -116,20 +116,17 @@ class TrainOneStepCell(nn.Module):
         self.network = network
         self.loss_fn = loss_fn
         self.optimizer = optimizer
-        self._autocast = autocast or contextlib.nullcontext
+        self._autocast = autocast
         self._scaler = grad_scaler
         self._int64_target = needs_int64_target(loss_fn)
 
     def forward(self, *inputs: Any) -> torch.Tensor:
         optimizer = self.optimizer
-        with self._autocast():
-            if self.loss_fn is None:
-                loss = self.network(*inputs)
-            else:
-                data, label = _split(inputs)
-                if self._int64_target:
-                    label = class_index_target(label)
-                loss = self.loss_fn(self.network(*data), label)
+        if self._autocast is None:
+            loss = self._loss(inputs)
+        else:
+            with self._autocast():
+                loss = self._loss(inputs)
         optimizer.zero_grad(set_to_none=True)
         if self._scaler is not None:
             self._scaler.scale(loss).backward()
@@ -139,6 +136,15 @@ class TrainOneStepCell(nn.Module):
             loss.backward()
             optimizer.step()
         return loss.detach()
+
+    def _loss(self, inputs: tuple[Any, ...]) -> torch.Tensor:
+        loss_fn = self.loss_fn
+        if loss_fn is None:
+            return self.network(*inputs)
+        data, label = _split(inputs)
+        if self._int64_target and label.dtype is not torch.int64:
+            label = class_index_target(label)
+        return loss_fn(self.network(*data), label)
 
     def _parameter_names(self) -> dict[int, str]:
         return {id(p): name for name, p in self.network.named_parameters()}

@@ -346,8 +346,13 @@ class ModelCheckpoint(BuiltinCallback):
                 f"but got {type(config)}."
             )
         self._config = config
+        # The schedule, read on every step (the config is immutable).
+        self._save_steps = config.save_checkpoint_steps
+        self._save_seconds = config.save_checkpoint_seconds
         self._prefix_fn = prefix if callable(prefix) else None
         self._directory_fn = directory if callable(directory) else None
+        # Callables name each save anew, so MindSpore calls them every step; plain names never change.
+        self._names_fixed = self._prefix_fn is None and self._directory_fn is None
         if self._directory_fn is None:
             if directory is None:
                 folder = Path.cwd()
@@ -408,6 +413,8 @@ class ModelCheckpoint(BuiltinCallback):
     def step_end(self, run_context: RunContext) -> None:
         """Save when the schedule says so (the graph file first, once)."""
         cb_params = run_context.original_args()
+        if self._graph_written and self._names_fixed and not self._due(cb_params, force=False):
+            return  # an ordinary step: nothing to write, nothing to resolve
         if not acts_on_rank(cb_params):
             return
         self._resolve_names(cb_params)
@@ -465,10 +472,10 @@ class ModelCheckpoint(BuiltinCallback):
             return False
         if force:
             return True
-        steps = self._config.save_checkpoint_steps
+        steps = self._save_steps
         if steps:
             return step >= self._last_triggered_step + steps
-        seconds = self._config.save_checkpoint_seconds
+        seconds = self._save_seconds
         if seconds:
             return time.time() - self._last_time > seconds
         return False

@@ -69,18 +69,19 @@ class LossMonitor(BuiltinCallback):
             self._last_print_time = 0
         outputs = cb_params["net_outputs"]
         due = self._per_print_times != 0 and cur_step - self._last_print_time >= self._per_print_times
-        epoch = cb_params.get("cur_epoch_num", 1)
-        if isinstance(outputs, torch.Tensor) and outputs.device.type != "cpu" and not due:
-            self._unchecked.add(outputs, epoch, step_in_epoch(cb_params))
+        if not due and isinstance(outputs, torch.Tensor) and not outputs.is_cpu:
+            self._unchecked.add(outputs, cb_params.get("cur_epoch_num", 1), step_in_epoch(cb_params))
             return
-        self._raise_if_unchecked_bad()
+        if self._unchecked.where:  # a GPU loss kept since the last check
+            self._raise_if_unchecked_bad()
         loss = loss_value(outputs)
-        if isinstance(loss, float) and (math.isnan(loss) or math.isinf(loss)):
-            raise ValueError(_nan_message(epoch, step_in_epoch(cb_params)))
+        if isinstance(loss, float) and not math.isfinite(loss):
+            raise ValueError(_nan_message(cb_params.get("cur_epoch_num", 1), step_in_epoch(cb_params)))
         if due:
             self._last_print_time = cur_step
             loss = _global_mean(cb_params, loss)
             if acts_on_rank(cb_params):
+                epoch = cb_params.get("cur_epoch_num", 1)
                 print("epoch: %s step: %s, loss is %s" % (epoch, step_in_epoch(cb_params), loss), flush=True)
 
     def _raise_if_unchecked_bad(self) -> None:
@@ -110,11 +111,12 @@ class _UncheckedLosses:
     def __init__(self) -> None:
         self._losses: list[torch.Tensor] = []
         self._flags: list[torch.Tensor] = []
-        self._where: list[tuple[int, int]] = []
+        #: ``(epoch, step)`` of each kept loss, oldest first (empty on the CPU: each loss is checked at once).
+        self.where: list[tuple[int, int]] = []
 
     def add(self, loss: torch.Tensor, epoch: int, step: int) -> None:
         self._losses.append(loss)
-        self._where.append((epoch, step))
+        self.where.append((epoch, step))
         if len(self._losses) >= self.CHUNK:
             self._fold()
 
@@ -130,8 +132,8 @@ class _UncheckedLosses:
         if not self._flags:
             return None
         flags = torch.cat(self._flags) if len(self._flags) > 1 else self._flags[0]
-        where = self._where
-        self._flags, self._where = [], []
+        where = self.where
+        self._flags, self.where = [], []
         first = int(torch.where(flags.any(), flags.byte().argmax(), -1))  # argmax: the first of the maxima
         return where[first] if first >= 0 else None
 

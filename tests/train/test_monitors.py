@@ -111,6 +111,10 @@ class OnAccelerator(torch.Tensor):
     def device(self) -> torch.device:  # type: ignore[override]
         return torch.device("cuda", 0)
 
+    @property
+    def is_cpu(self) -> bool:  # type: ignore[override]
+        return False
+
 
 class ReportOnAccelerator(Callback):
     """Before LossMonitor: hands it the step's loss as an :class:`OnAccelerator` tensor."""
