@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import math
 import os
+import sys
 import threading
 import time
 import warnings
@@ -39,6 +40,15 @@ __all__ = ["LiveCallback"]
 
 #: Arguments of the PNG-in-the-kernel design (before 0.8), accepted with a warning.
 _REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
+
+
+def _user_stacklevel() -> int:
+    """For ``warnings.warn`` in the caller: the stack level of the first frame outside ``nbcallback.widgets`` (the
+    user's line, however many subclass constructors lie between)."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("nbcallback.widgets."):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _counted(hook: Callable[..., None]) -> Callable[..., None]:
@@ -81,6 +91,7 @@ class _Run:
     background: bool = False
     callback_stop: bool = False  # a callback called run_context.request_stop()
     t_end: float | None = None
+    panels: tuple[tuple[Any, ...], list[Panel]] | None = None  # the facts that chose the plot's panels, and those
 
 
 @dataclasses.dataclass
@@ -141,7 +152,8 @@ class LiveCallback(Callback):
             raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
         if removed:
             key = "removed_arg" if len(removed) == 1 else "removed_args"
-            warnings.warn(self.words(key, owner=owner, names=", ".join(sorted(removed))), FutureWarning, stacklevel=3)
+            warnings.warn(self.words(key, owner=owner, names=", ".join(sorted(removed))), FutureWarning,
+                          stacklevel=_user_stacklevel())
         if display not in DISPLAY_MODES:
             raise ValueError(f"display must be one of {DISPLAY_MODES}, got {display!r}")
         if refresh_interval is not None and refresh_interval <= 0:
@@ -254,6 +266,15 @@ class LiveCallback(Callback):
         return default_panels(tuple(facts.get("metrics", ())), lr=bool(facts.get("lr_changed")),
                               loss_positive=bool(facts.get("loss_positive", True)), w=self.words)
 
+    def _panels(self, facts: dict[str, Any]) -> list[Panel]:
+        """:meth:`_panels_for`, asked again only when the facts that choose the panels change (the widget asks at
+        every refresh; the same list comes back until then)."""
+        key = (tuple(facts.get("metrics", ())), bool(facts.get("loss_positive", True)), bool(facts.get("lr_changed")))
+        run = self._run
+        if run.panels is None or run.panels[0] != key:
+            run.panels = (key, self._panels_for(facts))
+        return run.panels[1]
+
     def _repeats_another(self) -> bool:
         """In a terminal or a log, whether a progress callback listed before this one prints the run's lines (this
         one would print each of them again)."""
@@ -293,7 +314,7 @@ class LiveCallback(Callback):
             self.mode, parts, words=self.words, background=self._run.background,
             graceful_interrupt=settings.graceful_interrupt,
             repeats_another=self.mode in ("tty", "log") and self._repeats_another(), file=settings.file,
-            log_interval=settings.log_interval, panels_for=self._panels_for,
+            log_interval=settings.log_interval, panels_for=self._panels,
             on_stop=lambda: self.request_stop("button"), on_lr=self.set_learning_rate)
         self._scheduler.reset(settings.refresh_interval or self.renderer.text_interval)
         self._sampler.start()

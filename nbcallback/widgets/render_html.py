@@ -46,7 +46,8 @@ _INLINE = {
 def _tag(tag: str, cls: str, inner: str, style: str = "", **data: str) -> str:
     """``<tag class="nbc-{cls}" data-{name}="..." style="...">inner</tag>`` (no class for '', no style for '')."""
     attrs = f' class="nbc-{cls}"' if cls else ""
-    attrs += "".join(f' data-{name}="{escape(value)}"' for name, value in data.items())
+    if data:
+        attrs += "".join(f' data-{name}="{escape(value)}"' for name, value in data.items())
     if style:
         attrs += f' style="{style}"'
     return f"<{tag}{attrs}>{inner}</{tag}>"

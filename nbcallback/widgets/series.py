@@ -116,7 +116,9 @@ class Buckets:
         x = int(x)
         if self._origin is None:
             self._origin = x
-        value, level = finite_or_none(raw), finite_or_none(smooth)
+        # finite_or_none, inline: this runs once per training step
+        value = float(raw) if raw is not None and math.isfinite(raw) else None
+        level = float(smooth) if smooth is not None and math.isfinite(smooth) else None
         keys = self._k
         k = (x - self._origin) // self.width
         if keys and keys[-1] != k and len(keys) >= self.max_points:  # closing the tail would leave no room
