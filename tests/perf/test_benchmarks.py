@@ -141,3 +141,27 @@ def test_device_suite_runs_its_script_on_the_cpu_and_refuses_cuda_without_a_gpu(
                                  cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
         assert refused.returncode == 1 and "no CUDA device is available" in refused.stderr
         assert "Traceback" not in refused.stderr
+
+
+def test_step_overhead_case_writes_per_step_figures_and_ratios_to_bare(tmp_path):
+    """``python -m benchmarks --step-overhead``: per-step µs of each variant, paired with the bare loop of its round."""
+    report_path = tmp_path / "overhead.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--step-overhead", "--rounds", "2", "--steps", "20",
+         "--json", str(report_path)],
+        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    variants = report["variants"]
+    assert list(variants) == ["bare loop", "Model.train, no callbacks", "+ LossMonitor(300)", "+ TimeMonitor()",
+                              "+ ModelCheckpoint", "+ all three"]
+    assert variants["bare loop"]["cpu_ratio"] == 1.0 and variants["bare loop"]["cpu_over_bare_us"] == 0.0
+    for figures in variants.values():
+        assert len(figures["cpu_us_runs"]) == 2 and figures["wall_us"] > 0 and figures["cpu_ratio"] > 0
+    # The deterministic column: Model.train runs more Python per step than the bare loop, the callbacks more still.
+    calls = {name: figures["python_calls_per_step"] for name, figures in variants.items()}
+    assert calls["bare loop"] < calls["Model.train, no callbacks"] < calls["+ all three"]
+    assert report["meta"]["commit"] and report["meta"]["loadavg_start"]
+    table = report_path.with_suffix(".md").read_text()
+    assert "| + all three |" in table and "CPU µs over bare" in table
