@@ -34,7 +34,7 @@ NOTEBOOKS = REPO / "notebooks"
 MASTER = NOTEBOOKS / "exercises" / "master" / "5_exercises.ipynb"
 STUDENT = NOTEBOOKS / "5_exercises.ipynb"
 PUBLIC_TESTS = NOTEBOOKS / "tests"
-QUESTIONS = ["q1", "q2", "q3", "q4", "q5", "q6"]
+QUESTIONS = ["q1", "q2", "q3", "q4", "q5", "q6", "q7"]
 
 # What the answer cells may use besides what they import: the notebook's setup cell imports these.
 PRELUDE = """
@@ -587,6 +587,72 @@ class HalveLROnPlateau(Callback):
 ''', ["but it was [0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]; the first difference is after epoch 4: expected 0.05, "
       "got 0.1; your callback never changed the learning rate: halve group['lr'] for every group in "
       "cb_params.optimizer.param_groups"]),
+    "q7 the first row": ("q7", 0, '''
+def slowest_callback(profiler):
+    return profiler.rows[0]
+''', ["slowest_callback returned the row 'loop: data, cb_params, dispatch, the rest' of kind 'loop': only the rows "
+      "of kind 'callback' are the hooks of callbacks (the step, the evaluation and the loop are the trainer's own time)"]),
+    "q7 returns nothing": ("q7", 0, '''
+def slowest_callback(profiler):
+    rows = [row for row in profiler.rows if row.kind == "callback"]
+    rows.sort(key=lambda row: row.total_s)
+''', ["slowest_callback(profiler) should return one of profiler.rows (a ProfileRow), but it returned None"]),
+    "q7 the label": ("q7", 0, '''
+def slowest_callback(profiler):
+    return max((row for row in profiler.rows if row.kind == "callback"), key=lambda row: row.total_s).label
+''', ["slowest_callback(profiler) should return one of profiler.rows (a ProfileRow), but it returned "
+      "'ModelCheckpoint.on_train_step_end (step_end)'; return the row itself, not its label"]),
+    "q7 the slowest single call": ("q7", 0, '''
+def slowest_callback(profiler):
+    return max((row for row in profiler.rows if row.kind == "callback"), key=lambda row: row.mean_us)
+''', ["slowest_callback returned 'SaveBest.on_train_end', not 'ModelCheckpoint.on_train_step_end (step_end)', the "
+      "callback row with the largest total_s; that is the hook whose single call is the slowest (mean_us): the "
+      "slowest callback is the one that took the most time in all (total_s)"]),
+    "q7 the fastest callback": ("q7", 0, '''
+def slowest_callback(profiler):
+    return min((row for row in profiler.rows if row.kind == "callback"), key=lambda row: row.total_s)
+''', ["in a profile whose callback rows (label, total_s) are [('ModelCheckpoint.on_train_step_end (step_end)', 1.5), "
+      "('SaveBest.on_train_end', 0.6), ('LossMonitor.on_train_step_end (step_end)', 0.5)], slowest_callback returned "
+      "'LossMonitor.on_train_step_end (step_end)', not 'ModelCheckpoint.on_train_step_end (step_end)', the callback "
+      "row with the largest total_s"]),
+    # Right on the made-up profile (ModelCheckpoint is its slowest callback), wrong on a real run.
+    "q7 a callback named in advance": ("q7", 0, '''
+def slowest_callback(profiler):
+    return next((row for row in profiler.rows if row.name == "ModelCheckpoint"), None)
+''', ["in a real run (2 epochs, a callback Slow that sleeps 0.1 s after each epoch among fast ones), "
+      "slowest_callback returned None, not 'Slow.on_train_epoch_end', the callback row with the largest total_s"]),
+    "q7 an error in slowest_callback": ("q7", 0, '''
+def slowest_callback(profiler):
+    return max(profiler.rows(), key=lambda row: row.total_s)
+''', ["slowest_callback raised TypeError: 'list' object is not callable (in the cell that defines slowest_callback, "
+      "line 3)"]),
+    "q7 saves every step": ("q7", 1, '''
+def epoch_checkpoint(directory, steps_per_epoch):
+    return ModelCheckpoint(prefix="epoch", directory=directory)
+''', ["2 epochs of 5 steps (steps_per_epoch=5): expected one checkpoint per epoch, after its last step (file names "
+      "ending in ['-1_5.ckpt', '-2_5.ckpt']), but the ModelCheckpoint wrote ['epoch-2_1.ckpt', 'epoch-2_2.ckpt', "
+      "'epoch-2_3.ckpt', 'epoch-2_4.ckpt', 'epoch-2_5.ckpt']; it saves more often than once per epoch: the default "
+      "CheckpointConfig() saves after every step, give ModelCheckpoint a CheckpointConfig that saves every "
+      "steps_per_epoch steps"]),
+    "q7 the notebook's steps per epoch": ("q7", 1, '''
+def epoch_checkpoint(directory, steps_per_epoch):
+    return ModelCheckpoint(prefix="epoch", directory=directory, config=CheckpointConfig(save_checkpoint_steps=30))
+''', ["but the ModelCheckpoint wrote ['epoch-2_5.ckpt']", re.compile(r"wrote \['epoch-2_5\.ckpt'\]$")]),
+    "q7 another directory": ("q7", 1, '''
+def epoch_checkpoint(directory, steps_per_epoch):
+    config = CheckpointConfig(save_checkpoint_steps=steps_per_epoch)
+    return ModelCheckpoint(prefix="epoch", directory=os.path.join(directory, "checkpoints"), config=config)
+''', ["but the ModelCheckpoint wrote []; give ModelCheckpoint the directory it is given (directory=directory)"]),
+    "q7 the config instead": ("q7", 1, '''
+def epoch_checkpoint(directory, steps_per_epoch):
+    return CheckpointConfig(save_checkpoint_steps=steps_per_epoch)
+''', ["epoch_checkpoint(directory, 5) should return a ModelCheckpoint, but it returned CheckpointConfig"]),
+    "q7 an error in epoch_checkpoint": ("q7", 1, '''
+def epoch_checkpoint(directory, steps_per_epoch):
+    config = CheckpointConfig(save_checkpoint_steps="steps_per_epoch")
+    return ModelCheckpoint(prefix="epoch", directory=directory, config=config)
+''', ["epoch_checkpoint raised TypeError: For 'CheckpointConfig', 'save_checkpoint_steps': The input value must be "
+      "int, but got 'str'. (in the cell that defines epoch_checkpoint, line 3)"]),
 }
 
 
@@ -671,6 +737,21 @@ class HalveLROnPlateau(Callback):
     self.best = float("inf")"""], {2: IndentationError}, [
         "the cell that defines HalveLROnPlateau (the one numbered [2]) fails at line 7 with IndentationError: "
         "expected an indented block after function definition on line 6"]),
+    # Exercise 7 defines two functions in one cell: each check names its own function and the same line.
+    "q7 SyntaxError in the answer cell": ("q7", [SETUP, """\
+from nbcallback.train import CallbackProfiler, CheckpointConfig, ModelCheckpoint
+
+
+def slowest_callback(profiler):
+    return max(row for row in profiler.rows if row.kind == "callback", key=lambda row: row.total_s)
+
+
+def epoch_checkpoint(directory, steps_per_epoch):
+    ..."""], {2: SyntaxError}, [
+        "(the one numbered [2]) fails at line 5 with SyntaxError: Generator expression must be parenthesized; fix "
+        "it, run that cell again, then this check"]),
+    "q7 answer cell not run": ("q7", [SETUP], {}, [
+        "there is no function named ", ": run the cell that defines it, then this check"]),
 }
 
 
@@ -743,12 +824,27 @@ def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, An
     assert "learning rates of the two parameter groups" in hidden.summary()
 
 
+#: Saving every 5 steps: right for the public check's 5 steps per epoch, not for the hidden one's 4.
+FIXED_STEPS = '''
+def epoch_checkpoint(directory, steps_per_epoch):
+    return ModelCheckpoint(prefix="epoch", directory=directory, config=CheckpointConfig(save_checkpoint_steps=5))
+'''
+
+
+def test_the_hidden_tests_catch_a_fixed_number_of_steps(solution: dict[str, Any], assigned: Path) -> None:
+    env = _namespace(_solution_code(), FIXED_STEPS)
+    assert _check("q7", env).passed_all
+    hidden = _check("q7", env, assigned / "autograder" / "tests")
+    assert not hidden.passed_all
+    assert "3 epochs of 4 steps (steps_per_epoch=4): expected one checkpoint per epoch" in hidden.summary()
+
+
 # ----------------------------------------------------------------------------- grading without Docker
 
 
 def otter_run_three_solved(student: Path, master: Path, assigned: Path, tmp_path: Path) -> tuple[dict[str, int], str]:
     """What a teacher runs per submission (``otter run``): a student notebook with q1-q3 solved and
-    q4-q6 as handed out; returns the scores per question and the public tests' output."""
+    q4-q7 as handed out; returns the scores per question and the public tests' output."""
     submission_notebook = nbformat.read(student, as_version=4)
     answers = [c for c in submission_notebook.cells if "otter_answer_cell" in c.metadata.get("tags", [])]
     solutions = _solution_cells(master)
@@ -773,7 +869,7 @@ def otter_run_three_solved(student: Path, master: Path, assigned: Path, tmp_path
 
 
 def test_otter_run_grades_a_submission_locally(assigned: Path, mnist_mirror: str, tmp_path: Path) -> None:
-    """What a teacher runs per submission: solved q1-q3, left q4-q6 as handed out."""
+    """What a teacher runs per submission: solved q1-q3, left q4-q7 as handed out."""
     scores, public = otter_run_three_solved(STUDENT, MASTER, assigned, tmp_path)
-    assert scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 0, "q5": 0, "q6": 0}, scores
+    assert scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 0, "q5": 0, "q6": 0, "q7": 0}, scores
     assert "expected a checkpoint at" in public and "cb_params has no 'grad_norms'" in public

@@ -212,6 +212,33 @@ FEEDBACK = {
     "q6 never changes the learning rate": ["但实际为[0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]；第一处不同在epoch 4之后："
                                            "预期0.05，实际为0.1；你的回调从未改变学习率：请把"
                                            "cb_params.optimizer.param_groups中每个group的group['lr']减半"],
+    "q7 the first row": ["slowest_callback返回的行'loop: data, cb_params, dispatch, the rest'的kind是'loop'："
+                         "只有kind为'callback'的行才是回调的钩子（训练步、验证和循环是训练器自己的时间）"],
+    "q7 returns nothing": ["slowest_callback(profiler)应当返回profiler.rows中的一行（一个ProfileRow），但它返回了None"],
+    "q7 the label": ["slowest_callback(profiler)应当返回profiler.rows中的一行（一个ProfileRow），但它返回了"
+                     "'ModelCheckpoint.on_train_step_end (step_end)'；请返回这一行本身，而不是它的label"],
+    "q7 the slowest single call": ["slowest_callback返回了'SaveBest.on_train_end'，而不是"
+                                   "'ModelCheckpoint.on_train_step_end (step_end)'（total_s最大的回调行）；这是单次调用最慢（mean_us）的钩子："
+                                   "最慢的回调是总耗时（total_s）最多的那个"],
+    "q7 the fastest callback": ["在回调各行（label, total_s）为[('ModelCheckpoint.on_train_step_end (step_end)', 1.5), "
+                                "('SaveBest.on_train_end', 0.6), ('LossMonitor.on_train_step_end (step_end)', 0.5)]的"
+                                "分析结果中，slowest_callback返回了'LossMonitor.on_train_step_end (step_end)'，而不是"
+                                "'ModelCheckpoint.on_train_step_end (step_end)'（total_s最大的回调行）"],
+    "q7 a callback named in advance": ["在一次真实运行中（2个epoch，几个快的回调中有一个每个epoch之后睡眠0.1 s的回调Slow），"
+                                       "slowest_callback返回了None，而不是'Slow.on_train_epoch_end'，即total_s最大的回调行"],
+    "q7 an error in slowest_callback": ["slowest_callback抛出了TypeError：'list' object is not callable"
+                                        "（定义slowest_callback的单元格第3行）"],
+    "q7 saves every step": ["2个epoch，每个epoch 5个step（steps_per_epoch=5）：预期每个epoch一个检查点，在该epoch最后一个"
+                            "step之后保存（文件名以['-1_5.ckpt', '-2_5.ckpt']结尾），但ModelCheckpoint写出了"
+                            "['epoch-2_1.ckpt', 'epoch-2_2.ckpt', 'epoch-2_3.ckpt', 'epoch-2_4.ckpt', 'epoch-2_5.ckpt']；"
+                            "它比每个epoch一次保存得更频繁：默认的CheckpointConfig()在每个step之后都保存，"
+                            "请给ModelCheckpoint一个每steps_per_epoch个step保存一次的CheckpointConfig"],
+    "q7 the notebook's steps per epoch": ["但ModelCheckpoint写出了['epoch-2_5.ckpt']",
+                                          re.compile(r"写出了\['epoch-2_5\.ckpt'\]$")],
+    "q7 another directory": ["但ModelCheckpoint写出了[]；请把传入的目录交给ModelCheckpoint（directory=directory）"],
+    "q7 the config instead": ["epoch_checkpoint(directory, 5)应当返回一个ModelCheckpoint，但它返回了CheckpointConfig"],
+    "q7 an error in epoch_checkpoint": ["epoch_checkpoint抛出了TypeError：For 'CheckpointConfig', 'save_checkpoint_steps': The input value "
+                                        "must be int, but got 'str'.（定义epoch_checkpoint的单元格第3行）"],
 }
 
 
@@ -251,6 +278,9 @@ BROKEN_FEEDBACK = {
                                         "closed；请改正后重新运行该单元格，再运行这个检查"],
     "q6 IndentationError in the answer cell": ["定义HalveLROnPlateau的单元格（编号为[2]的那个）在第7行出现IndentationError："
                                                "expected an indented block after function definition on line 6"],
+    "q7 SyntaxError in the answer cell": ["（编号为[2]的那个）在第5行出现SyntaxError：Generator expression must be "
+                                          "parenthesized；请改正后重新运行该单元格，再运行这个检查"],
+    "q7 answer cell not run": ["没有名为", "的函数：请先运行定义它的单元格，再运行这个检查"],
 }
 
 
@@ -289,11 +319,19 @@ def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, An
     assert "预期两个参数组的学习率在各epoch之后依次为" in hidden.summary()
 
 
+def test_the_hidden_tests_catch_a_fixed_number_of_steps(solution: dict[str, Any], assigned: Path) -> None:
+    env = english._namespace(_solution_code(), english.FIXED_STEPS)
+    assert _check("q7", env).passed_all
+    hidden = _check("q7", env, assigned / "autograder" / "tests")
+    assert not hidden.passed_all
+    assert "3个epoch，每个epoch 4个step（steps_per_epoch=4）：预期每个epoch一个检查点" in hidden.summary()
+
+
 # ----------------------------------------------------------------------------- grading without Docker
 
 
 def test_otter_run_grades_a_chinese_submission_locally(assigned: Path, mnist_mirror: str, tmp_path: Path) -> None:
-    """What a teacher runs per submission: solved q1-q3, left q4-q6 as handed out."""
+    """What a teacher runs per submission: solved q1-q3, left q4-q7 as handed out."""
     scores, public = english.otter_run_three_solved(STUDENT, MASTER, assigned, tmp_path)
-    assert scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 0, "q5": 0, "q6": 0}, scores
+    assert scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 0, "q5": 0, "q6": 0, "q7": 0}, scores
     assert "预期在" in public and "cb_params中没有'grad_norms'" in public
