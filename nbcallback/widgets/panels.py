@@ -267,12 +267,12 @@ def time_html(time: TimeFacts, w: Words = words) -> str:
                     f'flex:0 0 {width:.2f}%;height:100%;background:{background}"></span>')
         swatch = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;'
                   f'vertical-align:-1px;background:{background}"></span>')
-        text = escape(w("time_item", label=seg.label, share=_percent(seg.share)))
+        text = escape(f"{seg.label} {_percent(seg.share)}")
         items.append(f'<span class="nbc-time-item" data-key="{seg.key}" title="{tip}" style="white-space:nowrap">'
                      f'{swatch}{text}</span>')
     title = (f'<div class="nbc-time-title"><span style="font-weight:600">{escape(w("time_title"))}</span>'
              f'<span style="opacity:.7"> · {escape(w("time_wall", time=_seconds(time.wall_s)))} · '
-             f'{escape(w("time_source"))}</span></div>')
+             f'{escape(w("time_source", profiler="CallbackProfiler"))}</span></div>')
     bar = (f'<div class="nbc-time-bar" role="img" aria-label="{escape(time_text(time, w))}" style="display:flex;'
            "width:100%;max-width:42em;height:14px;margin:3px 0;border-radius:3px;overflow:hidden;"
            f'background:var(--jp-layout-color3,rgba(127,127,127,.2))">{"".join(segs)}</div>')
@@ -283,6 +283,6 @@ def time_html(time: TimeFacts, w: Words = words) -> str:
 
 def time_text(time: TimeFacts, w: Words = words) -> str:
     """The bar in one line: ``where the time goes (wall time 12.31 s): train step 71.3 %, loop 20.1 %, ...``."""
-    parts = w("list_separator").join(w("time_item", label=seg.label, share=_percent(seg.share))
+    parts = w("list_separator").join(f"{seg.label} {_percent(seg.share)}"
                                       for seg in time.segments)
     return w("time_text", wall=w("time_wall", time=_seconds(time.wall_s)), parts=parts)
