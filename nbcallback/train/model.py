@@ -479,10 +479,10 @@ class Model:
         if self._on_cpu:
             return tuple(batch)
         device = self._device
-        return tuple(
+        return tuple([
             x.to(device, non_blocking=True) if isinstance(x, torch.Tensor) and x.device != device else x
             for x in batch
-        )
+        ])  # a list comprehension: one call (a generator would be resumed once per element)
 
     def _run(
         self,

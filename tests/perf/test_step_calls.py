@@ -17,17 +17,20 @@ count no other load on the machine can change:
 from __future__ import annotations
 
 import collections
+import contextlib
 import io
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
 import nbcallback
 from nbcallback.train import Callback, CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
 from nbcallback.train.callback import CallbackManager
+from tests.perf.test_step_ops import DeviceOps
 
 PACKAGE = str(Path(nbcallback.__file__).parent)
 STEPS, FIRST, LAST = 12, 4, 10  # steps FIRST+1 .. LAST are traced
@@ -36,9 +39,9 @@ STEPS, FIRST, LAST = 12, 4, 10  # steps FIRST+1 .. LAST are traced
 class TracedEpoch:
     """Batches that trace the nbcallback functions called between batch FIRST and batch LAST."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
         torch.manual_seed(0)
-        self.batches = [(torch.randn(4, 3), torch.randint(0, 2, (4,))) for _ in range(STEPS)]
+        self.batches = [(torch.randn(4, 3).to(device), torch.randint(0, 2, (4,)).to(device)) for _ in range(STEPS)]
         self.calls: collections.Counter[str] = collections.Counter()
 
     def __len__(self) -> int:
@@ -63,11 +66,13 @@ class TracedEpoch:
         return {name: count / steps for name, count in self.calls.items() if "TracedEpoch" not in name}
 
 
-def _traced_run(callbacks: list[Callback], tmp_path: Path | None = None) -> dict[str, float]:
-    network = nn.Linear(3, 2)
-    model = Model(network, nn.CrossEntropyLoss(), torch.optim.SGD(network.parameters(), lr=0.1))
-    data = TracedEpoch()
-    with redirect_stdout(io.StringIO()):
+def _traced_run(callbacks: list[Callback], device: str = "cpu") -> dict[str, float]:
+    """Calls per ordinary step; on ``meta`` (an accelerator's code path, see test_step_ops) under ``DeviceOps``,
+    which answers the host reads of the print step, the epoch-end check and the final checkpoint."""
+    network = nn.Linear(3, 2).to(device)
+    model = Model(network, nn.CrossEntropyLoss(), torch.optim.SGD(network.parameters(), lr=0.1), device=device)
+    data = TracedEpoch(device)
+    with redirect_stdout(io.StringIO()), (DeviceOps() if device == "meta" else contextlib.nullcontext()):
         model.train(1, data, callbacks=callbacks)
     return data.per_step()
 
@@ -97,10 +102,12 @@ def test_a_callback_without_step_hooks_is_never_called_per_step():
         assert manager.runner("on_train_epoch_end") is not None
 
 
-def test_the_loop_calls_a_fixed_handful_of_functions_per_step():
-    calls = _traced_run([])
-    # The batch's tuple, the training cell's forward (its loss, the (data, label) split) and the stop vote.
-    assert sum(calls.values()) <= 5, calls
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_the_loop_calls_a_fixed_handful_of_functions_per_step(device):
+    calls = _traced_run([], device)
+    # The batch's tuple (on a device: its copy check, one comprehension), the training cell's forward
+    # (its loss, the (data, label) split) and the stop vote.
+    assert sum(calls.values()) <= (5 if device == "cpu" else 6), calls
 
 
 def test_model_checkpoint_only_checks_its_schedule_on_a_step_that_saves_nothing(tmp_path):
@@ -131,14 +138,19 @@ def test_a_callable_prefix_is_still_asked_on_every_step(tmp_path):
     assert {p.name for p in tmp_path.glob("*.ckpt")} == {"run-5.ckpt", "run-10.ckpt", "run-12.ckpt"}
 
 
-def test_the_tutorial_callbacks_add_a_bounded_number_of_calls_per_step(tmp_path):
-    alone = _traced_run([])
-    calls = _traced_run(_tutorial(tmp_path))
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_the_tutorial_callbacks_add_a_bounded_number_of_calls_per_step(device, tmp_path):
+    alone = _traced_run([], device)
+    calls = _traced_run(_tutorial(tmp_path), device)
     added = sum(calls.values()) - sum(alone.values())
-    # LossMonitor: forwarding, step_end, original_args, loss_value; TimeMonitor: its two step hooks (data_time);
-    # ModelCheckpoint: forwarding, step_end, original_args, _due; the manager: one _run per step hook.
-    assert added <= 12, calls
+    # LossMonitor: forwarding, step_end, original_args, then on the CPU loss_value, on a device keeping the
+    # loss (step_in_epoch, add); TimeMonitor: its two step hooks (data_time); ModelCheckpoint: forwarding,
+    # step_end, original_args, _due; the manager: one _run per step hook.
+    assert added <= (12 if device == "cpu" else 13), calls
     for name in ("distributed.acts_on_rank", "checkpoint.ModelCheckpoint._resolve_names",
                  "checkpoint.ModelCheckpoint._save_ckpt", "loss_monitor.LossMonitor._raise_if_unchecked_bad",
-                 "loss_monitor._UncheckedLosses.first_non_finite", "_validation.step_in_epoch"):
+                 "loss_monitor._UncheckedLosses.first_non_finite"):
         assert name not in calls, f"{name} runs on every ordinary step"
+    if device == "cpu":
+        assert "_validation.step_in_epoch" not in calls  # only where a line is printed or an error raised
+    assert (tmp_path / f"mnist-1_{STEPS}.ckpt").is_file()
