@@ -131,12 +131,30 @@ def without_check_outputs(path: Path) -> None:
     Run on the unsolved stubs, every check fails; a notebook committed with those failures looks broken on
     first open. The check cells keep their execution count (the cell did run) and show nothing: a student
     sees their feedback when running them. The other cells keep the outputs of the real run.
+
+    Consecutive pieces of one stream are joined into one output (as Jupyter shows them): where a line is
+    split between two pieces depends on when the kernel flushed, which differs from run to run.
     """
     notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:
         if is_check_cell(cell):
             cell.outputs = []
+        elif cell.cell_type == "code":
+            cell.outputs = joined_streams(cell.outputs)
     nbformat.write(notebook, path)
+
+
+def joined_streams(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """``outputs`` with each run of consecutive ``stream`` outputs of the same name joined into one."""
+    joined: list[nbformat.NotebookNode] = []
+    for output in outputs:
+        previous = joined[-1] if joined else None
+        if (output.get("output_type") == "stream" and previous is not None
+                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+            previous["text"] = previous["text"] + output["text"]
+        else:
+            joined.append(output)
+    return joined
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -232,6 +232,25 @@ def test_assign_drops_only_the_check_cells_outputs(tmp_path: Path) -> None:
     assert [cell.execution_count for cell in cells] == [1, 2, 3, 4]
 
 
+def test_assign_joins_the_pieces_of_a_stream(tmp_path: Path) -> None:
+    """A line the kernel flushed in two pieces is committed as one output, so that two runs write the same file."""
+    assign = _assign_module()
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("new_trainer().fit(1, train_dataset, test_dataset)", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", text="Eval result: epoch 1, metrics: {'accuracy': 0.683}"),
+                    nbformat.v4.new_output("stream", text="\n"),
+                    nbformat.v4.new_output("stream", name="stderr", text="a warning\n"),
+                    nbformat.v4.new_output("stream", text="done\n")]
+    notebook.cells.append(cell)
+    path = tmp_path / "5_exercises.ipynb"
+    nbformat.write(notebook, path)
+    assign.without_check_outputs(path)
+    (cell,) = nbformat.read(path, as_version=4).cells
+    assert [(output.name, output.text) for output in cell.outputs] == [
+        ("stdout", "Eval result: epoch 1, metrics: {'accuracy': 0.683}\n"), ("stderr", "a warning\n"),
+        ("stdout", "done\n")]
+
+
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_placeholders_fail_the_checks_with_feedback(question: str) -> None:
     result = _check(question, _namespace(_student_code()))
