@@ -11,9 +11,10 @@
   never in the checkout or the user's cache.
 * Parallel runs (pytest-xdist; pyproject's ``addopts`` asks for ``-n auto --dist loadgroup``): the tests that
   share a session-wide build run on one worker (:data:`GROUPS`), the others with their module's tests, the
-  longest groups start first (:data:`FIRST`), ``auto`` counts the CPUs this process may use
-  (its affinity and its cgroup's quota), and what the suites print at the end (reliability seeds, browser
-  notes, replay timings) is sent from the workers and printed once. ``-n 0`` runs everything in one process.
+  longest groups start first (:data:`FIRST`, then the modules that start processes, :data:`HEAVY`), ``auto``
+  counts the CPUs this process may use (its affinity and its cgroup's quota), and what the suites print at the
+  end (reliability seeds, browser notes, replay timings) is sent from the workers and printed once. ``-n 0`` runs
+  everything in one process.
 * The ten notebooks run once: when the Binder replay (which runs every notebook under nbval, the same options,
   through ``binder/start``) is part of the run, the main suite's own nbval items of those notebooks are
   deselected; without it (``-m "not binder"``, ``pytest notebooks``) they run here as usual.
@@ -46,6 +47,11 @@ REPO = Path(__file__).resolve().parents[1]
 GROUPS: dict[str, str] = {"binder": "binder-replay", "browser": "browser"}
 #: The groups that take longest (minutes, one after another), scheduled first so none starts near the end.
 FIRST: tuple[str, ...] = ("binder-replay", "colab-replay", "browser")
+#: Then the modules whose tests start processes (torchrun jobs, fault injection, ``python -m nbcallback``, assign.py):
+#: tens of seconds to minutes each, so they go before the many short unit-test modules, which fill the end of the
+#: run on whichever worker is free first instead of one long module running alone at the end (a marker, or a
+#: folder under tests/ whose conftest adds the marker later).
+HEAVY: tuple[str, ...] = ("ddp", "reliability", "cli")
 #: The Binder replay's test that runs every notebook (tests/binder/test_binder_replay.py).
 NOTEBOOK_REPLAY = "tests/binder/test_binder_replay.py::test_replay_every_notebook_through_binder_start"
 #: What this process's hooks want printed at the end (a worker sends it to the controller); see below.
@@ -86,8 +92,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")
 def pytest_collection_modifyitems_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test gets an xdist group (before xdist reads them): its build's (:data:`GROUPS`) or its module's;
-    the longest groups (:data:`FIRST`) move to the front, which ``--no-loadscope-reorder`` keeps."""
+    the longest groups (:data:`FIRST`) move to the front, then the modules that start processes (:data:`HEAVY`),
+    an order that ``--no-loadscope-reorder`` keeps."""
     groups: dict[int, str] = {}
+    heavy: set[str] = set()
     for item in items:
         marker = item.get_closest_marker("xdist_group")
         if marker is None:
@@ -102,8 +110,11 @@ def pytest_collection_modifyitems_groups(config: pytest.Config, items: list[pyte
         else:
             group = str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
         groups[id(item)] = group
+        if any(item.get_closest_marker(key) or REPO / "tests" / key in item.path.parents for key in HEAVY):
+            heavy.add(group)
     rank = {name: index for index, name in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(groups[id(item)], len(FIRST)))  # stable: the rest keep their order
+    # Stable: within each rank the groups keep their collection order.
+    items.sort(key=lambda item: rank.get(groups[id(item)], len(FIRST) + (groups[id(item)] not in heavy)))
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
