@@ -31,8 +31,13 @@ shares the machine's load of the moment):
    widget models left in ``metadata.widgets`` are counted too, as JupyterLab's
    manager saves them: closed models dropped).  Target 0.
 7. The per-step hot path (``on_train_step_end`` without a refresh), in process.
+8. **One live refresh** of a ``Dashboard`` (the losses read and folded into the state, the view, its HTML, the
+   series deltas, the panels' y ranges, the widget message), in a fresh process with a fake clock (a 938-step
+   fit of a tiny network, refreshed every third of a second of fake time: 28 refreshes) and no front end: thread
+   CPU ms per refresh, median of 7 fits.  ``--refresh-against PATH`` measures another checkout (e.g. a
+   ``git worktree`` of an older commit) in the same run, alternating.
 
-Run:  python benchmarks/widgets.py [--reps 3] [--data MNIST_Data] [--json PATH] [--md PATH]
+Run:  python benchmarks/widgets.py [--reps 3] [--data MNIST_Data] [--json PATH] [--md PATH] [--refresh-against PATH]
       (default output: benchmarks/results/widgets.json and widgets.md)
 
 One torch thread everywhere (2 shared cores).  Without ``--data`` MNIST comes
@@ -363,6 +368,85 @@ def hot_path_benchmark(calls: int = 200_000) -> dict:
             "extra_over_noop_us": 1e6 * (results["ProgressBar"] - results["noop"])}
 
 
+#: One live refresh, in a fresh interpreter on the checkout at {repo}: a Dashboard shown as a widget (the kernel check
+#: and ``display`` faked; the widget's messages go to ipywidgets' stand-in comm) over a 938-step fit with a fake
+#: clock; thread CPU time of the refreshes (``_record`` + ``_send``).
+REFRESH_SCRIPT = """\
+import json, statistics, sys, time, warnings
+sys.path.insert(0, {repo!r})
+import torch
+from torch import nn
+torch.set_num_threads(1)
+warnings.simplefilter("ignore")
+import IPython.display
+import nbcallback.widgets.base as base
+import nbcallback.widgets.env as env
+import nbcallback.widgets.render_widget as render_widget
+from nbcallback.train import Callback, Model
+from nbcallback.widgets import Dashboard
+env.in_notebook_kernel = lambda: True
+IPython.display.display = render_widget.IPython.display.display = lambda *args, **kwargs: None
+class Clock:
+    now = 1000.0
+    def __call__(self):
+        return self.now
+class Tick(Callback):
+    def __init__(self, clock):
+        self.clock = clock
+    def on_train_step_end(self, run_context):
+        self.clock.now += 0.01
+    def on_eval_step_end(self, run_context):
+        self.clock.now += 0.003
+generator = torch.Generator().manual_seed(0)
+train = [(x, (x[:, :2].sum(1) > 0).long()) for x in (torch.randn(64, 8, generator=generator) for _ in range(938))]
+SPENT = {{"cpu": 0.0, "sends": 0}}
+def timed(method, counts):
+    def wrapper(self, *args, **kwargs):
+        started = time.thread_time()
+        method(self, *args, **kwargs)
+        SPENT["cpu"] += time.thread_time() - started
+        SPENT["sends"] += counts
+    return wrapper
+base.LiveCallback._record = timed(base.LiveCallback._record, 0)
+base.LiveCallback._send = timed(base.LiveCallback._send, 1)
+def fit():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=0.05), metrics={{"accuracy"}})
+    clock = Clock()
+    callback = Dashboard(display="widget", clock=clock)
+    SPENT.update(cpu=0.0, sends=0)
+    model.fit(1, train, train[:157], callbacks=[Tick(clock), callback])
+    assert callback.mode == "widget", callback.mode
+    return 1000 * SPENT["cpu"] / SPENT["sends"], SPENT["sends"]
+fit()
+runs = [fit() for _ in range(7)]
+print(json.dumps({{"ms_per_refresh": statistics.median(r[0] for r in runs), "refreshes": runs[0][1]}}))
+"""
+
+
+def refresh_cost(against: Path | None = None, rounds: int = 3) -> dict:
+    """ms per live refresh (see ``REFRESH_SCRIPT``) of this checkout and, alternating, of ``against``."""
+    trees = {"this": REPO} | ({"reference": against.resolve()} if against else {})
+    samples: dict[str, list[float]] = {name: [] for name in trees}
+    out: dict = {}
+    for _ in range(rounds):
+        for name, repo in trees.items():
+            proc = subprocess.run([sys.executable, "-c", REFRESH_SCRIPT.format(repo=str(repo))], capture_output=True,
+                                  text=True, timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"), cwd=tempfile.gettempdir())
+            if proc.returncode != 0:
+                return {"error": f"{repo}: {proc.stderr[-500:]}"}
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+            samples[name].append(result["ms_per_refresh"])
+            out["refreshes"] = result["refreshes"]
+    for name, values in samples.items():
+        out[name + "_ms"] = statistics.median(values)
+        out[name + "_ms_all"] = values
+    if against:
+        out["reference_tree"] = str(against)
+    return out
+
+
 def _mark(ok: bool) -> str:
     return "ok" if ok else "**MISSED**"
 
@@ -437,6 +521,14 @@ def table(out: dict) -> str:
                       f"small figure {cold['second_small_figure_ms']:.0f} ms."]
     hot = out["hot_path"]
     lines += ["", f"Per-step hot path: {hot['per_step_us']:.2f} µs (a no-op callback {hot['noop_callback_us']:.2f} µs)."]
+    refresh = out.get("refresh")
+    if refresh and "error" not in refresh:
+        line = (f"One live refresh of a Dashboard (in process, fake clock, {refresh['refreshes']} refreshes per fit, "
+                f"thread CPU, median of 3 processes x 7 fits): {refresh['this_ms']:.2f} ms")
+        if "reference_ms" in refresh:
+            line += (f"; the reference checkout ({Path(refresh['reference_tree']).name}) in the same run, alternating: "
+                     f"{refresh['reference_ms']:.2f} ms")
+        lines += ["", line + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -449,11 +541,17 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "widgets.json")
     parser.add_argument("--md", type=Path, default=REPO / "benchmarks" / "results" / "widgets.md")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, 'none' first")
+    parser.add_argument("--refresh-against", type=Path, default=None,
+                        help="another checkout whose refresh cost is measured in the same run (e.g. a git worktree)")
+    parser.add_argument("--refresh-only", action="store_true", help="measure only the refresh cost (8) and print it")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     configs = tuple(c.strip() for c in args.configs.split(",") if c.strip())
     if not configs or configs[0] != "none" or set(configs) - set(CONFIGS):
         parser.error(f"--configs: choose from {','.join(CONFIGS)}, starting with 'none'")
+    if args.refresh_only:
+        print(json.dumps(refresh_cost(args.refresh_against), indent=1))
+        return
     reps, limit = (1, 60) if args.quick else (args.reps, None)
     data = _data_dir(args.data)
     import torch
@@ -466,6 +564,7 @@ def main() -> None:
                  "seed": args.seed, "reps": reps, "targets": TARGETS}
     out["hot_path"] = hot_path_benchmark()
     out["cold"] = cold_costs()
+    out["refresh"] = refresh_cost(args.refresh_against)
     raw = kernel_benchmark(reps, args.seed, data, limit, configs)
     out["steps"] = raw["runs"][0]["steps"]
     out["kernel"] = summarize_kernel(raw)
