@@ -46,11 +46,7 @@ class Dashboard(LiveLossPlot):
         self.time_panel = time_panel
         self._profiler: Any = None  # the run's CallbackProfiler while the bar is shown
         self._order: tuple[str, ...] = ()  # its callbacks' names in the run's list order
-        with warnings.catch_warnings(record=True) as caught:  # (said again below, pointing at the caller's line)
-            warnings.simplefilter("always")
-            super().__init__(display, **kwargs)
-        for warning in caught:
-            warnings.warn(warning.message, warning.category, stacklevel=2)
+        super().__init__(display, **kwargs)
 
     # ------------------------------------------------------------------ the time bar
 
