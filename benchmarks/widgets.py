@@ -447,6 +447,17 @@ def refresh_cost(against: Path | None = None, rounds: int = 3) -> dict:
     return out
 
 
+def _load_note(meta: dict) -> str:
+    """The machine's load during the run: the ratios pair runs of the same moment, the milliseconds do not."""
+    start, end = meta.get("loadavg_start"), meta.get("loadavg_end")
+    if not start or not end:
+        return ""
+    note = f" Load average (1 min) {start[0]:.1f} at the start, {end[0]:.1f} at the end"
+    if max(start[0], end[0]) > 0.75 * (meta.get("cpus") or 1):
+        note += ": the machine was shared with other work, so the times in ms are inflated; the shares and ratios pair runs of the same moment"
+    return note + "."
+
+
 def _mark(ok: bool) -> str:
     return "ok" if ok else "**MISSED**"
 
@@ -459,7 +470,7 @@ def table(out: dict) -> str:
         f"One-epoch MNIST fit ({out['steps']} steps of 64, the test set as validation) in an ipykernel, "
         f"{out['reps']} pairs per callback; bare fit (no callbacks) median {bare['median_wall_s']:.2f} s "
         f"({out['meta']['cpu']}, {out['meta']['cpus']} CPUs, torch {out['meta']['torch']}, 1 thread, "
-        f"{out['meta']['date']}).",
+        f"{out['meta']['date']}).{_load_note(out['meta'])}",
         "",
         "| callback | (1) training thread while live, share of fit (≤ 0.6 %) | (2) end of run: snapshot + PNG "
         "(≤ 300 ms) | (3) messages/s avg / peak (≤ 5 / ≤ 10) | (4) bytes/s (≤ 20 KB/s) | (5) saved bytes per "
