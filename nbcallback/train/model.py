@@ -467,11 +467,9 @@ class Model:
         return value
 
     def _batch_inputs(self, batch: Any) -> tuple[Any, ...]:
-        if isinstance(batch, (tuple, list)):  # the usual (data, label): checked first, it is the cheapest
-            pass
-        elif isinstance(batch, torch.Tensor):
+        if isinstance(batch, torch.Tensor):
             batch = (batch,)
-        elif isinstance(batch, collections.abc.Mapping):
+        elif not isinstance(batch, (tuple, list)) and isinstance(batch, collections.abc.Mapping):  # ABC check: slow
             raise TypeError(
                 "Model needs batches as (data, label) tuples, but the dataset yields dicts; iterate a "
                 "tuple iterator or the dataset itself instead of create_dict_iterator()."
