@@ -91,7 +91,7 @@ class _Run:
     background: bool = False
     callback_stop: bool = False  # a callback called run_context.request_stop()
     t_end: float | None = None
-    panels: tuple[tuple[Any, ...], list[Panel]] | None = None  # the facts that chose the plot's panels, and those
+    panels: tuple[tuple[Any, ...], list[Panel]] | None = None  # (the facts that chose the plot's panels, the panels)
 
 
 @dataclasses.dataclass
