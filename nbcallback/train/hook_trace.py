@@ -199,7 +199,9 @@ class HookTrace(Callback):
     # ------------------------------------------------------------------ showing
 
     def __str__(self) -> str:
-        return "\n".join(indent * "  " + text for indent, text, _ in self._outline()) or "(no hook recorded yet)"
+        lines = [indent * "  " + text + (f"   {_show(changes)}" if changes else "") for indent, text, changes in
+                 self._outline()]
+        return "\n".join(lines) or "(no hook recorded yet)"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython's text view (a terminal, a saved notebook read as text) is the same as ``print``."""
@@ -211,16 +213,21 @@ class HookTrace(Callback):
             hook, _, callbacks = text.partition(": ")
             style = f"padding-left:{0.4 + 1.2 * indent:.1f}em;text-align:left;white-space:nowrap"
             label = f"<code>{html.escape(hook)}</code>" if hook.startswith("on_") else f"<i>{html.escape(hook)}</i>"
+            shown = f"<code>{html.escape(_show(changes))}</code>" if changes else ""
             rows.append(
                 f"<tr><td style='{style}'>{label}</td><td style='text-align:left'>{html.escape(callbacks)}</td>"
-                f"<td style='text-align:left'><code>{html.escape(_show(changes)) if changes else ''}</code></td></tr>"
+                f"<td style='text-align:left'>{shown}</td></tr>"
             )
         head = "<tr><th style='text-align:left'>hook</th><th style='text-align:left'>callbacks acting</th>" \
                "<th style='text-align:left'>cb_params changed</th></tr>"
         return f"<table class='nbcallback-hook-trace'>{head}{''.join(rows)}</table>"
 
     def _outline(self) -> list[tuple[int, str, Mapping[str, Any]]]:
-        """``(indent, text, changes)`` lines: epochs, validations and steps as headings, then their hooks."""
+        """``(indent, text, changes)`` lines: epochs, validations and steps as headings, then their hooks.
+
+        ``text`` is the heading or ``hook: callbacks``; the ``cb_params`` changes stay apart (the text view appends
+        them, the HTML view gives them their own column).
+        """
         lines: list[tuple[int, str, Mapping[str, Any]]] = []
         epoch, in_pass, step = None, None, None
         for entry in list(self.entries) + list(self._pass.peek()):
@@ -253,7 +260,7 @@ class HookTrace(Callback):
                 depth += 1
             callbacks = ", ".join(entry.callbacks) or "-"
             lines.append((depth, f"{entry.hook}: {callbacks}", entry.changes))
-        return [(indent, text + (f"   {_show(changes)}" if changes else ""), changes) for indent, text, changes in lines]
+        return lines
 
     # ------------------------------------------------------------------ explaining without running
 

@@ -1,6 +1,8 @@
 """``HookTrace``: the hooks a run called, in order, with what changed in ``cb_params`` (nbcallback's own)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -159,6 +161,11 @@ def test_html_view_has_a_row_per_line():
     page = trace._repr_html_()
     assert page.count("<tr>") == len(str(trace).splitlines()) + 1  # + the header
     assert "<code>on_train_step_end</code>" in page and "{cur_step_num: 3}" in page and "TimeMonitor" in page
+    rows = re.findall(r"<tr><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td></tr>", page)
+    assert len(rows) == page.count("<tr>") - 1
+    assert all("{" not in acting for _, acting, _ in rows), "the changes belong in their own column"
+    assert "<code></code>" not in page  # a heading row has no empty code box
+    assert any(changed == "<code>{cur_step_num: 3}</code>" for _, _, changed in rows)
 
 
 class Legacy(Callback):
