@@ -48,7 +48,8 @@ def test_replays_cover_every_notebook() -> None:
 
 def test_repo2docker_renders_the_binder_folder(repo_copy: Path, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "r2d")
-    run([python, "-m", "pip", "install", "-q", "jupyter-repo2docker"], env=pip_env(), timeout=600)
+    # --no-compile: repo2docker runs once here; byte-compiling all it brings costs more than that run.
+    run([python, "-m", "pip", "install", "-q", "--no-compile", "jupyter-repo2docker"], env=pip_env(), timeout=600)
     result = run(
         [python.parent / "repo2docker", "--no-build", "--no-run", "--user-id", "1000", "--user-name", "jovyan", repo_copy],
         timeout=120,

@@ -174,7 +174,7 @@ def enable_custom_widget_manager():
 
 def _build_colab_env(factory: pytest.TempPathFactory, root: Path) -> dict[str, Any]:
     repo = checkout_copy(factory)
-    python = make_venv(root / "venv")
+    python = make_venv(root / "venv", torch=LOCAL_TORCH)
     pins = colab_pins()
     constraints = root / "colab-constraints.txt"
     constraints.write_text("".join(f"{name}=={version}\n" for name, version in pins.items() if name != "torch"))
