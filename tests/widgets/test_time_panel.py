@@ -91,9 +91,9 @@ def test_the_words_are_english_or_chinese() -> None:
     facts = time_facts(FIT, 10.0, zh)
     assert [seg.label for seg in facts.segments][:2] == ["训练步", "验证"]
     text = time_text(facts, zh)
-    assert text.startswith("按部分的用时（总用时 10.00 s）：训练步 60.0 %，验证 8.0 %")
+    assert text.startswith("时间花在哪里（总用时 10.00 s）：训练步 60.0 %，验证 8.0 %")
     html = time_html(facts, zh)
-    assert "按部分的用时" in html and "由 CallbackProfiler 记录" in html
+    assert "时间花在哪里" in html and "由 CallbackProfiler 测量" in html
     assert time_text(time_facts(FIT, 10.0)).startswith("where the time goes (wall time 10.00 s): train step 60.0 %")
 
 
@@ -202,7 +202,7 @@ def test_a_real_profiler_feeds_the_bar_and_its_shares_add_up(kernel: FakeDisplay
     assert callbacks["Slow"] > callbacks["Dashboard"]  # 5 ms a step: the slow one stands out
     assert sum(seg.share for seg in facts.segments) == pytest.approx(1.0, abs=0.02)
     final = kernel.handles[0].bundles[-1]
-    assert "按部分的用时" in final["text/html"] and 'data-key="validation"' in final["text/html"]
+    assert "时间花在哪里" in final["text/html"] and 'data-key="validation"' in final["text/html"]
 
 
 def test_without_a_profiler_or_with_time_panel_false_nothing_is_read_or_sent(kernel: FakeDisplay) -> None:
