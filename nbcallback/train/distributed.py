@@ -17,7 +17,7 @@ What a data-parallel ``Model`` does differently:
 * ``MnistDataset`` (any ``SourceDataset``) created after the process group
   shards itself by rank, with one shuffle order per epoch shared by all ranks
   and every shard padded to the same size (see
-  :class:`nbcallback.dataset.pipeline.SourceDataset`).
+  :class:`nbcallback.dataset.sources.SourceDataset`).
 * A stop requested on any rank (``run_context.request_stop()``) stops every
   rank after the same step: one step after the request within an epoch, at
   once at an epoch's end (see :class:`StopVote`).
