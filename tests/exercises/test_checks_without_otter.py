@@ -32,7 +32,7 @@ FOLDERS = {"en": NOTEBOOKS, "zh_CN": NOTEBOOKS / "zh_CN"}
 MASTERS = {"en": english.MASTER, "zh_CN": NOTEBOOKS / "exercises" / "master" / "zh_CN" / "5_exercises.ipynb"}
 #: One typical wrong answer per question (test_exercises.py's), whose feedback does not depend on timing.
 WRONG = {"q1": "q1 global step", "q2": "q2 own format", "q3": "q3 strictly above", "q4": "q4 ties overwrite",
-         "q5": "q5 tensors", "q6": "q6 fixed patience"}
+         "q5": "q5 tensors", "q6": "q6 fixed patience", "q7": "q7 returns nothing"}
 
 #: Runs in a fresh Python: the notebook's checks cell, then each scenario's answers and checks, in a namespace
 #: of their own (as a notebook's), printing a JSON object of what each check shows (its repr, as otter's).
@@ -166,8 +166,8 @@ def test_a_question_without_tests_and_a_bad_language_are_named(tmp_path: Path, m
     monkeypatch.chdir(_student_folder(tmp_path, "en"))
     grader = exercises.Notebook("5_exercises.ipynb")
     assert grader.questions() == list(WRONG)
-    with pytest.raises(FileNotFoundError, match=r"^Test q7 does not exist \(there is no tests/q7\.py\)$"):
-        grader.check("q7", {})
+    with pytest.raises(FileNotFoundError, match=r"^Test q8 does not exist \(there is no tests/q8\.py\)$"):
+        grader.check("q8", {})
     with pytest.raises(ValueError, match="is not a question's name"):
         grader.check("../q1", {})
     with pytest.raises(ValueError, match=r"lang='fr': the exercises exist in 'en', 'zh_CN'"):
