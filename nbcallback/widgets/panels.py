@@ -132,9 +132,10 @@ def _extent(values: Sequence[Any], log: bool) -> tuple[float, float] | None:
     return (min(usable), max(usable)) if usable else None
 
 
-def y_range(panel: Panel, series: Mapping[str, Mapping[str, Sequence[Any]]]) -> tuple[float, float] | None:
+def y_range(panel: Panel, series: Mapping[str, Any]) -> tuple[float, float] | None:
     """The panel's y range over ``series`` (data key -> columns ``x``, ``y`` and for the loss ``lo``, ``hi``; None
-    for a missing value), or None when it has nothing to draw.  The live plot and the final PNG both use it.
+    for a missing value; or the live :mod:`~nbcallback.widgets.series` objects, which keep their extremes), or None
+    when it has nothing to draw.  The live plot and the final PNG both use it.
 
     Everything's top, but the *lines'* bottom (a raw band counts as a line), so that a band's per-step minima (an
     easy batch's loss of 1e-5) do not stretch the axis far below the curve; padded (log: by a factor).
@@ -144,11 +145,12 @@ def y_range(panel: Panel, series: Mapping[str, Mapping[str, Sequence[Any]]]) -> 
     tops: list[float] = []
     for line in panel.lines:
         data = series.get(line.key) or {}
+        kept = getattr(data, "extent", None)  # a live series: its extremes, not every point
         columns = {"y": True, "hi": False}  # whether the column's minimum counts for the bottom
-        if line.style == "band" and is_raw_band(data):
+        if line.style == "band" and (data.raw_band() if kept is not None else is_raw_band(data)):
             columns["lo"] = True
         for column, counts_low in columns.items():
-            extent = _extent(data.get(column, ()), log)
+            extent = kept(column, log) if kept is not None else _extent(data.get(column, ()), log)
             if extent is not None:
                 tops.append(extent[1])
                 if counts_low:

@@ -98,6 +98,7 @@ class WidgetRenderer(NullRenderer):
     _handle: Any = field(default=None, init=False)
     _marimo: Any = field(default=None, init=False)
     _cursors: dict[str, Any] | None = field(default=None, init=False)
+    _panels_json: tuple[list[Panel], list[dict[str, Any]]] | None = field(default=None, init=False)
     text_interval = 1 / 3  # 3 Hz: under the 4 Hz cap, well within the 0.5 s floor when a check comes late
 
     @property
@@ -153,9 +154,11 @@ class WidgetRenderer(NullRenderer):
             plot, self._cursors = state.plot_delta(None if full else self._cursors)
             data["series"] = plot["series"]
             shown = self.panels_for(plot) if self.panels_for else []
-            everything = state.plot_data().series  # the y ranges: the PNG's rule, over every point
-            data["y_ranges"] = [y_range(panel, everything) for panel in shown]
-        panels = [panel.to_json() for panel in shown]
+            # The y ranges: the PNG's rule, from the extremes the series keep (not every point at each refresh).
+            data["y_ranges"] = state.read_series(lambda series: [y_range(panel, series) for panel in shown])
+        if self._panels_json is None or self._panels_json[0] is not shown:  # the callback keeps its list until the
+            self._panels_json = (shown, [panel.to_json() for panel in shown])  # panels change
+        panels = self._panels_json[1]
         old = self.widget.spec if self.widget is not None else {}
         if not full and panels == old.get("panels") and plot["x_range"] == old.get("x_range"):
             return None, data

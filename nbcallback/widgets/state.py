@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from nbcallback.widgets.series import Buckets, Cursor, Points, finite_or_none
 from nbcallback.widgets.words import Msg
 
 __all__ = ["EvalRow", "PlotData", "TimeFacts", "TimeSegment", "TrainingState", "View", "STATUSES", "SERIES"]
+
+_T = TypeVar("_T")
 
 #: Life cycle of a run, in order; the last four are final.
 STATUSES = ("starting", "running", "finished", "stopped", "error", "interrupted")
@@ -674,6 +676,12 @@ class TrainingState:
                 series["lr"] = {"x": series["lr"]["x"] + [tail["x"]], "y": series["lr"]["y"] + [tail["y"]]}
             return PlotData(tuple(frame["x_range"]), tuple(frame["epoch_marks"]), series, tuple(frame["metrics"]),
                             frame["loss_positive"], frame["lr_changed"])
+
+    def read_series(self, read: Callable[[dict[str, Buckets | Points]], _T]) -> _T:
+        """``read(series)`` under the lock, with every series that has points by its key (the live objects: read
+        them there, keep nothing), e.g. the panels' y ranges from the extremes the series keep."""
+        with self._lock:
+            return read(self._series())
 
     def plot_delta(self, cursors: dict[str, Cursor] | None) -> tuple[dict[str, Any], dict[str, Cursor]]:
         """What a reader holding ``cursors`` (None: nothing) lacks: ``{"x_range", "epoch_marks", "metrics",

@@ -86,3 +86,5 @@ def test_the_y_range_from_the_kept_extremes_equals_the_one_from_every_point() ->
                 lo, hi = min(lows), max(highs)
                 pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
                 assert y_range(panel, series) == ((lo / 1.5, hi * 1.3) if log else (lo - pad, hi + pad))
+                # the live widget passes the series objects themselves: the same range from their kept extremes
+                assert y_range(panel, {"loss": buckets, "eval:loss": evals}) == y_range(panel, series)
