@@ -192,6 +192,11 @@ class CallbackProfiler(Callback):
             print(self)
         return None
 
+    def label_of(self, callback: Callback) -> str | None:
+        """The row label of ``callback`` in this run (``'LossMonitor'``, ``'LossMonitor#2'`` for a second one), or
+        None when the profiler times none of its hooks (itself, or a callback without hooks)."""
+        return self._labels.get(id(callback))
+
     def _instrument_dispatch(self, dispatch: _Dispatch) -> _Dispatch:
         """Called by the trainer's callback manager once it has entered the callbacks.
 

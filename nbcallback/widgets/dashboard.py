@@ -45,7 +45,7 @@ class Dashboard(LiveLossPlot):
                              "shows where the time goes when a CallbackProfiler is in the run's callbacks")
         self.time_panel = time_panel
         self._profiler: Any = None  # the run's CallbackProfiler while the bar is shown
-        self._order: tuple[str, ...] = ()  # its callbacks' names in the run's list order
+        self._order: tuple[str, ...] = ()  # its rows' labels in the run's list order
         super().__init__(display, **kwargs)
 
     # ------------------------------------------------------------------ the time bar
@@ -59,12 +59,8 @@ class Dashboard(LiveLossPlot):
 
         callbacks = cb_params.get("list_callback") or () if hasattr(cb_params, "get") else ()
         self._profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
-        names: list[str] = []  # the profiler's labels, in the list's order: the bar's order and colours
-        for callback in callbacks:
-            name = type(callback).__name__
-            taken = sum(1 for label in names if label.split("#")[0] == name)
-            names.append(name if not taken else f"{name}#{taken + 1}")
-        self._order = tuple(names)
+        labels = (self._profiler.label_of(callback) for callback in callbacks) if self._profiler else ()
+        self._order = tuple(label for label in labels if label)  # the list's order: the bar's order and colours
         if self._profiler is None and self.time_panel is True:
             warnings.warn("Dashboard(time_panel=True): the run has no CallbackProfiler, so there is no time to show; "
                           "add one to the callbacks, e.g. callbacks=[CallbackProfiler(), Dashboard(time_panel=True)]",
