@@ -6,7 +6,9 @@ import warnings
 from typing import Any
 
 from nbcallback.train.callback import RunContext
+from nbcallback.train.profiler import CallbackProfiler
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
+from nbcallback.widgets.panels import time_facts
 
 __all__ = ["Dashboard"]
 
@@ -55,8 +57,6 @@ class Dashboard(LiveLossPlot):
         self._profiler = None
         if self.time_panel is False or self._depth > 1 or self.mode not in ("widget", "static", "final"):
             return
-        from nbcallback.train.profiler import CallbackProfiler
-
         callbacks = cb_params.get("list_callback") or () if hasattr(cb_params, "get") else ()
         self._profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
         labels = (self._profiler.label_of(callback) for callback in callbacks) if self._profiler else ()
@@ -71,8 +71,6 @@ class Dashboard(LiveLossPlot):
         profiler = self._profiler
         if profiler is None:
             return
-        from nbcallback.widgets.panels import time_facts
-
         try:  # (a late refresh runs on a timer thread while the profiler may be adding a row)
             rows, wall = profiler.rows, profiler.wall_s
         except RuntimeError:
