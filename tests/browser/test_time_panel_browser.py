@@ -113,8 +113,12 @@ def assert_readable(seen: dict[str, Any], what: str) -> None:
 def test_time_panel_live_and_in_the_snapshot(notebook: harness.NotebookDriver, artifacts: Path) -> None:
     nb, cell = notebook, "time_panel"
     nb.start(cell)
-    live = nb.poll(cell, lambda r: r["live"] > 0 and any(b["live"] and b["visible"] for b in bars(nb, cell)), 120,
-                   what="the live dashboard's time bar", while_running=True)
+    def timed_a_step(bar: dict[str, Any]) -> bool:  # the first refresh comes before any step has been timed
+        return bar["live"] and bar["visible"] and any(s["key"] == "step" for s in bar["segments"]) and any(
+            item.startswith("SlowCallback") for item in bar["legend"])
+
+    live = nb.poll(cell, lambda r: r["live"] > 0 and any(timed_a_step(b) for b in bars(nb, cell)), 120,
+                   what="the live dashboard's time bar after the first steps", while_running=True)
     assert live["live"] > 0
     shots = in_themes(nb, cell, {LIGHT: artifacts / "time-01-live-light.png", DARK: artifacts / "time-02-live-dark.png"},
                       lambda: next(b for b in bars(nb, cell) if b["live"]))
