@@ -46,36 +46,38 @@ class Dashboard(LiveLossPlot):
             raise ValueError(f"Dashboard: time_panel must be 'auto', True or False, got {time_panel!r}; 'auto' "
                              "shows where the time goes when a CallbackProfiler is in the run's callbacks")
         self.time_panel = time_panel
-        self._profiler: Any = None  # the run's CallbackProfiler while the bar is shown
-        self._order: tuple[str, ...] = ()  # its rows' labels in the run's list order
+        # While the bar is shown: the run's CallbackProfiler and its rows' labels in the list's order (the bar's
+        # order and colours).
+        self._timed_by: tuple[CallbackProfiler, tuple[str, ...]] | None = None
         super().__init__(display, **kwargs)
 
     # ------------------------------------------------------------------ the time bar
 
     def _find_profiler(self, cb_params: Any) -> None:
         """At the start of a run: the CallbackProfiler of the same callbacks list, if the bar is wanted."""
-        self._profiler = None
+        self._timed_by = None
         if self.time_panel is False or self._depth > 1 or self.mode not in ("widget", "static", "final"):
             return
         callbacks = cb_params.get("list_callback") or () if hasattr(cb_params, "get") else ()
-        self._profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
-        labels = (self._profiler.label_of(callback) for callback in callbacks) if self._profiler else ()
-        self._order = tuple(label for label in labels if label)  # the list's order: the bar's order and colours
-        if self._profiler is None and self.time_panel is True:
+        profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
+        if profiler is not None:
+            labels = (profiler.label_of(callback) for callback in callbacks)
+            self._timed_by = (profiler, tuple(label for label in labels if label))
+        elif self.time_panel is True:
             warnings.warn("Dashboard(time_panel=True): the run has no CallbackProfiler, so there is no time to show; "
                           "add one to the callbacks, e.g. callbacks=[CallbackProfiler(), Dashboard(time_panel=True)]",
                           RuntimeWarning, stacklevel=4)
 
     def _take_time(self) -> None:
         """Read the profiler's totals into the state (at a refresh and at the end; never per step)."""
-        profiler = self._profiler
-        if profiler is None:
+        if self._timed_by is None:
             return
+        profiler, order = self._timed_by
         try:  # (a late refresh runs on a timer thread while the profiler may be adding a row)
             rows, wall = profiler.rows, profiler.wall_s
         except RuntimeError:
             return  # the last bar stays until the next refresh
-        self.state.set_time(time_facts(rows, wall, self.words, self._order))
+        self.state.set_time(time_facts(rows, wall, self.words, order))
 
     def on_train_begin(self, run_context: RunContext) -> None:
         super().on_train_begin(run_context)
@@ -96,13 +98,13 @@ class Dashboard(LiveLossPlot):
         try:
             super()._finalize(exc)
         finally:
-            self._profiler = None
+            self._timed_by = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.pop("_profiler", None)
+        state.pop("_timed_by", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        self._profiler = None
+        self._timed_by = None
