@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 __all__ = ["check_non_negative_int", "check_positive_int", "check_bool", "step_in_epoch", "loss_value"]
 
 
@@ -42,8 +44,6 @@ def loss_value(net_outputs: Any) -> Any:
     A tuple/list gives its first element unchanged (still a tensor, as in
     MindSpore 2.x); anything else is returned as it is.
     """
-    import torch
-
     if isinstance(net_outputs, (tuple, list)):
         if net_outputs and isinstance(net_outputs[0], torch.Tensor):
             return net_outputs[0]

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from nbcallback.train._validation import check_bool
 from nbcallback.train.callback import Callback, RunContext
@@ -306,8 +307,6 @@ class BackupAndRestore(Callback):
     def _check_ranks_agree(self, cb_params: Mapping[str, Any], point: tuple[int, int, int] | None) -> None:
         if not is_data_parallel(cb_params):
             return
-        import torch.distributed as dist
-
         if not (dist.is_available() and dist.is_initialized()):
             return
         device = collective_device()
@@ -423,8 +422,6 @@ class BackupAndRestore(Callback):
         )
         if not is_data_parallel(cb_params):
             return flag
-        import torch.distributed as dist
-
         if not (dist.is_available() and dist.is_initialized()):
             return flag
         device = collective_device()

@@ -31,6 +31,7 @@ What a data-parallel ``Model`` does differently:
 from __future__ import annotations
 
 import atexit
+import datetime
 import numbers
 import os
 import warnings
@@ -39,6 +40,9 @@ from typing import Any, Mapping
 
 import torch
 from torch import nn
+
+from nbcallback.train import metrics as m
+from nbcallback.train.serialization import load_module_entries, network_entries
 
 __all__ = [
     "ParallelContext",
@@ -109,8 +113,6 @@ def init_distributed(
         backend = "nccl" if use_cuda and dist.is_nccl_available() else "gloo"
     kwargs: dict[str, Any] = {}
     if timeout_s is not None:
-        import datetime
-
         kwargs["timeout"] = datetime.timedelta(seconds=timeout_s)
     if use_cuda:
         device_index = local_rank % torch.cuda.device_count()
@@ -222,13 +224,9 @@ class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
             state_dict[inner + key[len(prefix):]] = state_dict.pop(key)
 
     def checkpoint_entries(self) -> dict[str, Any]:
-        from nbcallback.train.serialization import network_entries
-
         return network_entries(self.module)
 
     def load_checkpoint_entries(self, entries: Mapping[str, Any], strict_load: bool) -> tuple[list[str], list[str]]:
-        from nbcallback.train.serialization import load_module_entries
-
         loader = getattr(self.module, "load_checkpoint_entries", None)
         if callable(loader):
             return loader(entries, strict_load)
@@ -410,8 +408,6 @@ def _flag(run_context: Any, device: torch.device) -> torch.Tensor:
 
 
 def _sum_fields(metric: Any) -> tuple[str, ...]:
-    from nbcallback.train import metrics as m
-
     declared = getattr(metric, "distributed_sums", None)
     if declared:
         return tuple(declared)

@@ -12,7 +12,10 @@ import numbers
 import warnings
 from typing import Any, Mapping
 
+import numpy as np
+
 import torch
+import torch.distributed as dist
 
 from nbcallback.train._validation import check_bool, check_non_negative_int, loss_value
 from nbcallback.train.callback import Callback, RunContext
@@ -88,8 +91,6 @@ def _scalar(value: Any, owner: str) -> float | None:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
     if hasattr(value, "__array__"):
-        import numpy as np
-
         array = np.asarray(value)
         if array.size != 1:
             raise ValueError(f"{owner} only supports scalar monitor now.")
@@ -138,8 +139,6 @@ def monitor_value(cb_params: Mapping[str, Any], monitor: str, owner: str, warnin
 def _agree(cb_params: Mapping[str, Any], value: float | None) -> float | None:
     if cb_params.get("parallel_mode") != "data_parallel":
         return value
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized()):
         return value
     device = collective_device()

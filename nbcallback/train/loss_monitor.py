@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.distributed as dist
 
 from nbcallback.train._validation import check_non_negative_int, loss_value, step_in_epoch
 from nbcallback.train.callback import BuiltinCallback, RunContext
@@ -142,8 +143,6 @@ def _global_mean(cb_params: dict, loss: object) -> object:
     """The loss averaged over all ranks (only called at print steps)."""
     if cb_params.get("parallel_mode") != "data_parallel" or not isinstance(loss, float):
         return loss
-    import torch.distributed as dist
-
     value = torch.tensor([loss], dtype=torch.float64, device=collective_device())
     dist.all_reduce(value)
     return float(value.item() / dist.get_world_size())

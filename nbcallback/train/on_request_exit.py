@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import torch
+import torch.distributed as dist
 
 from nbcallback.train._validation import check_bool
 from nbcallback.train.callback import Callback, RunContext
@@ -150,8 +151,6 @@ class OnRequestExit(Callback):
         """Whether any rank got the signal (all ranks call this at the same point)."""
         if not is_data_parallel(cb_params):
             return self.exit
-        import torch.distributed as dist
-
         if not (dist.is_available() and dist.is_initialized()):
             return self.exit
         device = collective_device()

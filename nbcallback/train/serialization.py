@@ -30,6 +30,7 @@ import io
 import os
 import pickle
 import uuid
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -544,8 +545,6 @@ def load_module_entries(
             value = unused.pop(key)
             _copy_into(name, target, value, strict_load)
     if not_loaded:
-        import warnings
-
         warnings.warn(
             f"For 'load_param_into_net', {len(not_loaded)} parameters in the 'net' are not loaded, "
             "because they are not in the 'parameter_dict', please check whether the network structure "

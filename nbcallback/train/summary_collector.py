@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import torch
 
 from nbcallback.train._validation import check_bool, loss_value
@@ -485,8 +486,6 @@ class SummaryCollector(BuiltinCallback):
                 self._export(name, step, values)
 
     def _export(self, name: str, step: int, values: torch.Tensor) -> None:
-        import numpy as np
-
         if self._export_dir is None:
             self._export_dir = Path(self.summary_dir) / f"export_{int(time.time())}" / "tensor"
             self._export_dir.mkdir(parents=True, exist_ok=True)
