@@ -689,6 +689,15 @@ class _ColumnsDataset(Dataset):
 
     _names: list[str]
 
+    @staticmethod
+    def _existing(method: str, wanted: list[str], parent: Dataset) -> list[str]:
+        """The parent's column names, once every name in ``wanted`` is one of them (RuntimeError naming it)."""
+        names = parent.get_col_names()
+        for column in wanted:
+            if column not in names:
+                raise RuntimeError(f"{method}: column {column!r} does not exist in the dataset (columns {names}).")
+        return names
+
     def _col_names(self) -> list[str]:
         return self._names
 
@@ -697,6 +706,16 @@ class _ColumnsDataset(Dataset):
 
     def _rows(self, ctx: EpochContext) -> Iterator[Row]:
         return self._inputs[0]._stream(ctx)
+
+    def _join_plan(self, plan: Plan) -> bool:
+        if plan.lazy:
+            return False  # a per-row map below reads and writes its columns by their old names
+        self._name_columns(plan)
+        return True
+
+    def _name_columns(self, plan: Plan) -> None:
+        """The plan's step: its columns renamed (``plan.rename``) or picked (``plan.project``)."""
+        raise NotImplementedError
 
 
 @operation("rename")
@@ -710,10 +729,7 @@ class RenameDataset(_ColumnsDataset):
         outputs = check_columns(output_columns, "output_columns")
         if len(inputs) != len(outputs):
             raise ValueError("Number of column in input_columns and output_columns is not equal.")
-        names = parent.get_col_names()
-        for column in inputs:
-            if column not in names:
-                raise RuntimeError(f"rename: column {column!r} does not exist in the dataset (columns {names}).")
+        names = self._existing("rename", inputs, parent)
         mapping = dict(builtins.zip(inputs, outputs))
         after = [mapping.get(n, n) for n in names]
         if len(set(after)) != len(after):
@@ -721,11 +737,8 @@ class RenameDataset(_ColumnsDataset):
         super().__init__([parent])
         self._names = after
 
-    def _join_plan(self, plan: Plan) -> bool:
-        if plan.lazy:
-            return False  # a per-row map below reads the old names
+    def _name_columns(self, plan: Plan) -> None:
         plan.rename(self._names)
-        return True
 
 
 @operation("project")
@@ -734,10 +747,7 @@ class ProjectDataset(_ColumnsDataset):
 
     def __init__(self, parent: Dataset, columns: Union[str, Sequence[str]]) -> None:
         selected = check_columns(columns, "columns")
-        names = parent.get_col_names()
-        for column in selected:
-            if column not in names:
-                raise RuntimeError(f"project: column {column!r} does not exist in the dataset (columns {names}).")
+        self._existing("project", selected, parent)
         super().__init__([parent])
         self._names = selected
 
@@ -747,11 +757,8 @@ class ProjectDataset(_ColumnsDataset):
         for row in self._inputs[0]._stream(ctx):
             yield [row[i] for i in where]
 
-    def _join_plan(self, plan: Plan) -> bool:
-        if plan.lazy:
-            return False  # a per-row map below writes columns by name
+    def _name_columns(self, plan: Plan) -> None:
         plan.project(self._names)
-        return True
 
 
 # --------------------------------------------------------------------------- several inputs

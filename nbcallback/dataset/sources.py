@@ -128,6 +128,14 @@ class _Shards:
     agreed: bool
 
 
+@dataclass(frozen=True)
+class _Schema:
+    """The columns a ``GeneratorDataset``'s rows must have: ``names``, and ``types`` (None: any) as given."""
+
+    names: list[str]
+    types: list[Any] | None
+
+
 class _SamplerAccess:
     """What a sampler chain may ask of its source during one pass: the epoch's generator, the epoch, labels."""
 
@@ -731,10 +739,8 @@ class GeneratorDataset(SourceDataset):
             )
         if random_access and not hasattr(source, "__len__"):
             raise RuntimeError("Attempt to construct a random access dataset, '__len__' method is required!")
-        self._random_access = random_access
         self.source = source
-        self._names = names
-        self._column_types = column_types
+        self._schema = _Schema(names, column_types)
         self._counted_rows: list[Row] | None = None
         super().__init__(
             num_samples=num_samples,
@@ -744,6 +750,11 @@ class GeneratorDataset(SourceDataset):
             sampler=sampler,
         )
 
+    @property
+    def _random_access(self) -> bool:
+        """A source with ``__getitem__`` (and ``__len__``): rows by index, so samplers, shuffling and shards work."""
+        return hasattr(self.source, "__getitem__")
+
     def _default_shard(self) -> tuple[int | None, int | None]:
         return super()._default_shard() if self._random_access else (None, None)
 
@@ -751,7 +762,7 @@ class GeneratorDataset(SourceDataset):
         return self._random_access
 
     def _source_col_names(self) -> list[str]:
-        return list(self._names)
+        return list(self._schema.names)
 
     def _source_rows(self) -> int:
         return len(self.source)
@@ -760,10 +771,10 @@ class GeneratorDataset(SourceDataset):
         return self._checked(_convert_row(self.source[index]))
 
     def _checked(self, row: Row) -> Row:
-        if len(row) != len(self._names):
+        if len(row) != len(self._schema.names):
             raise RuntimeError(
                 f"GeneratorDataset: the source produced a row of {len(row)} column(s) but column_names names "
-                f"{len(self._names)}: {self._names}. A tuple/list row gives one column per item; return a "
+                f"{len(self._schema.names)}: {self._schema.names}. A tuple/list row gives one column per item; return a "
                 f"tuple with one value per column."
             )
         return row
@@ -783,7 +794,7 @@ class GeneratorDataset(SourceDataset):
         return Dataset._count_rows(self)  # run once and count, as MindSpore does
 
     def _random_rows(self, indices: list[int]) -> Iterator[Row]:
-        source, width, convert = self.source, len(self._names), _convert_item
+        source, width, convert = self.source, len(self._schema.names), _convert_item
         for i in indices:
             row = source[i]
             if type(row) is tuple or type(row) is list:
@@ -811,7 +822,7 @@ class GeneratorDataset(SourceDataset):
             rows = self._random_rows(self._epoch_indices(ctx).tolist())
         else:
             rows = self._iterable_rows()
-        if self._column_types is None:
+        if self._schema.types is None:
             return rows
         return self._typed(rows)
 
@@ -820,20 +831,20 @@ class GeneratorDataset(SourceDataset):
         for row in rows:
             if first:
                 first = False
-                for i, (value, wanted) in enumerate(builtins.zip(row, self._column_types or [])):
+                for i, (value, wanted) in enumerate(builtins.zip(row, self._schema.types or [])):
                     if wanted is None:
                         continue
                     tensor = value if isinstance(value, torch.Tensor) else numpy_to_tensor(np.asarray(value)[None])
                     got = np.asarray(value).dtype if tensor is None else tensor.dtype  # str/bytes stay numpy
                     if got != to_torch_dtype(wanted, "column_types"):
                         raise RuntimeError(
-                            f"GeneratorDataset: column {self._names[i]!r} has dtype {got} but column_types "
+                            f"GeneratorDataset: column {self._schema.names[i]!r} has dtype {got} but column_types "
                             f"says {wanted}."
                         )
             yield row
 
     def __repr__(self) -> str:
-        return f"GeneratorDataset({type(self.source).__name__}, column_names={self._names})"
+        return f"GeneratorDataset({type(self.source).__name__}, column_names={self._schema.names})"
 
 
 def _check_max_rowsize(value: Any) -> None:
