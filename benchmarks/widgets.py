@@ -182,7 +182,7 @@ if cb is not None:
     view = cb.state.view(time.monotonic(), live_rows=None, max_rows=cb.max_rows)
     snaps = []
     for _ in range(7):
-        t = time.perf_counter(); snapshot_bundle(view, cb._PARTS, has_plot=True, status=True, w=cb.words); snaps.append(time.perf_counter() - t)
+        t = time.perf_counter(); snapshot_bundle(view, cb._PARTS, has_plot=True, status=True, words=cb.words); snaps.append(time.perf_counter() - t)
     PROFILE = {"callback": type(cb).__name__, "panels": len(panels), "pixels": rgba_shapes[-1][:2],
                "png_bytes": len(png),
                "render_png_ms_median": 1000 * statistics.median(totals),

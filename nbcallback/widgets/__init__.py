@@ -8,30 +8,27 @@ panels drawn by the browser, a PNG at the end), :class:`Dashboard` (both, with S
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from nbcallback.widgets.background import BackgroundRun, run_in_background
+from nbcallback.widgets.base import LiveCallback
+from nbcallback.widgets.dashboard import Dashboard
+from nbcallback.widgets.env import DISPLAY_MODES, ENV_VAR, resolve_display
+from nbcallback.widgets.live_loss_plot import LiveLossPlot
+from nbcallback.widgets.panels import Line, Panel
+from nbcallback.widgets.progress_bar import ProgressBar
+from nbcallback.widgets.state import TrainingState, View
 
-_MODULES = {
-    "background": ["BackgroundRun", "run_in_background"],
-    "base": ["LiveCallback"],
-    "dashboard": ["Dashboard"],
-    "env": ["DISPLAY_MODES", "ENV_VAR", "resolve_display"],
-    "live_loss_plot": ["LiveLossPlot"],
-    "panels": ["Line", "Panel"],
-    "progress_bar": ["ProgressBar"],
-    "state": ["TrainingState", "View"],
-}
-_LAZY = {name: module for module, names in _MODULES.items() for name in names}
-__all__ = list(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'nbcallback.widgets' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"nbcallback.widgets.{_LAZY[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__all__ = [
+    "BackgroundRun",
+    "DISPLAY_MODES",
+    "Dashboard",
+    "ENV_VAR",
+    "Line",
+    "LiveCallback",
+    "LiveLossPlot",
+    "Panel",
+    "ProgressBar",
+    "TrainingState",
+    "View",
+    "resolve_display",
+    "run_in_background",
+]

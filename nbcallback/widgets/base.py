@@ -16,7 +16,6 @@ import dataclasses
 import functools
 import math
 import os
-import sys
 import threading
 import time
 import warnings
@@ -26,7 +25,8 @@ from typing import Any, Callable, TextIO
 import torch
 
 from nbcallback.train.callback import Callback, RunContext
-from nbcallback.widgets.controls import SHARED_KEY, RunShared, apply_learning_rate, checked_lr
+from nbcallback.train.model import dataset_size
+from nbcallback.widgets.controls import SHARED_KEY, SharedStop, apply_learning_rate, checked_lr
 from nbcallback.widgets.env import DISPLAY_MODES, resolve_display
 from nbcallback.widgets.panels import Panel, default_panels
 from nbcallback.widgets.render_text import NullRenderer
@@ -37,19 +37,6 @@ from nbcallback.widgets.state import TrainingState, View
 from nbcallback.widgets.words import Msg, Words
 
 __all__ = ["LiveCallback"]
-
-#: Arguments of the PNG-in-the-kernel design (before 0.8), accepted with a warning.
-_REMOVED = frozenset({"plot_interval", "plot_budget", "plot_process", "width", "height", "dpi"})
-
-
-def _user_stacklevel() -> int:
-    """For ``warnings.warn`` in the caller: the stack level of the first frame outside ``nbcallback.widgets`` (the
-    user's line, however many subclass constructors lie between)."""
-    frame, level = sys._getframe(2), 2
-    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("nbcallback.widgets."):
-        frame, level = frame.f_back, level + 1
-    return level
-
 
 def _counted(hook: Callable[..., None]) -> Callable[..., None]:
     """Count a hook's time on the training thread as display overhead (never nest two counted hooks)."""
@@ -67,8 +54,10 @@ def _counted(hook: Callable[..., None]) -> Callable[..., None]:
 
 @dataclasses.dataclass
 class _Settings:
-    """The display settings given to the callback (see :class:`LiveCallback`)."""
+    """The display settings given to the callback (see :class:`LiveCallback`); ``words`` speak its ``lang``."""
 
+    display: str
+    words: Words
     file: TextIO | None
     graceful_interrupt: bool
     refresh_interval: float | None
@@ -84,7 +73,7 @@ class _Run:
     kind: str | None = None  # 'train' or 'eval' while a run is on
     phase: str = "train"
     cb_params: Any = dataclasses.field(default_factory=dict)
-    shared: RunShared | None = None  # what the run's display callbacks share (stop requests, the signal handler)
+    shared: SharedStop | None = None  # what the run's display callbacks share (stop requests, the signal handler)
     train_ctx: RunContext | None = None
     siblings: tuple[Any, ...] = ()  # a background run's display callbacks, known before any hook
     prepared: bool = False  # opened on the main thread before a background run started
@@ -92,6 +81,7 @@ class _Run:
     callback_stop: bool = False  # a callback called run_context.request_stop()
     t_end: float | None = None
     panels: tuple[tuple[Any, ...], list[Panel]] | None = None  # (the facts that chose the plot's panels, the panels)
+    timed_by: Any = None  # Dashboard's time bar: (the run's CallbackProfiler, its rows' labels in the list's order)
 
 
 @dataclasses.dataclass
@@ -142,18 +132,9 @@ class LiveCallback(Callback):
         max_points: int = 1000,
         lang: str | None = None,
         clock: Callable[[], float] | None = None,
-        **removed: Any,
     ) -> None:
         super().__init__()
-        self.words = Words(lang)
         owner = type(self).__name__
-        unknown = sorted(set(removed) - _REMOVED)
-        if unknown:
-            raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
-        if removed:
-            key = "removed_arg" if len(removed) == 1 else "removed_args"
-            warnings.warn(self.words(key, owner=owner, names=", ".join(sorted(removed))), FutureWarning,
-                          stacklevel=_user_stacklevel())
         if display not in DISPLAY_MODES:
             raise ValueError(f"display must be one of {DISPLAY_MODES}, got {display!r}")
         if refresh_interval is not None and refresh_interval <= 0:
@@ -162,9 +143,8 @@ class LiveCallback(Callback):
             raise ValueError(f"log_interval must be > 0 (seconds between log lines), got {log_interval!r}")
         if live_rows < 0 or max_rows < 1:
             raise ValueError(f"live_rows must be >= 0 and max_rows >= 1, got {live_rows!r}, {max_rows!r}")
-        self.display = display
-        self.settings = _Settings(file, bool(graceful_interrupt), refresh_interval, float(log_interval),
-                                  int(live_rows), int(max_rows))
+        self.settings = _Settings(display, Words(lang), file, bool(graceful_interrupt), refresh_interval,
+                                  float(log_interval), int(live_rows), int(max_rows))
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
         self._clock = clock or time.monotonic
         self._depth = 0
@@ -194,6 +174,8 @@ class LiveCallback(Callback):
         self.final_seconds = 0.0
 
     # The settings as given (read-only; set them when creating the callback).
+    display = property(lambda self: self.settings.display, doc="See the class arguments.")
+    words = property(lambda self: self.settings.words, doc="The display's words, in its ``lang``.")
     file = property(lambda self: self.settings.file, doc="Where text output goes (None: ``sys.stdout``).")
     graceful_interrupt = property(lambda self: self.settings.graceful_interrupt, doc="See the class arguments.")
     refresh_interval = property(lambda self: self.settings.refresh_interval, doc="See the class arguments.")
@@ -264,7 +246,7 @@ class LiveCallback(Callback):
         of :func:`~nbcallback.widgets.panels.default_panels`.  Subclasses override it (LiveLossPlot adds its
         ``groups``, ``panels`` and ``lr_panel``)."""
         return default_panels(tuple(facts.get("metrics", ())), lr=bool(facts.get("lr_changed")),
-                              loss_positive=bool(facts.get("loss_positive", True)), w=self.words)
+                              loss_positive=bool(facts.get("loss_positive", True)), words=self.words)
 
     def _panels(self, facts: dict[str, Any]) -> list[Panel]:
         """:meth:`_panels_for`, asked again only when the facts that choose the panels change (the widget asks at
@@ -341,8 +323,8 @@ class LiveCallback(Callback):
         run = self._run
         run.cb_params, run.kind = cb_params, kind
         shared = cb_params.get(SHARED_KEY)
-        if not isinstance(shared, RunShared):
-            shared = cb_params[SHARED_KEY] = RunShared()
+        if not isinstance(shared, SharedStop):
+            shared = cb_params[SHARED_KEY] = SharedStop()
         shared.join(self)
         run.shared = shared
         if self.settings.graceful_interrupt and not run.background:
@@ -353,8 +335,6 @@ class LiveCallback(Callback):
         if kind == "train":
             valid, eval_steps = cb_params.get("valid_dataset"), None
             if valid is not None:
-                from nbcallback.train.model import dataset_size
-
                 try:
                     eval_steps = int(dataset_size(valid))
                 except (TypeError, ValueError, AttributeError):

@@ -12,7 +12,7 @@ from nbcallback.train.interrupt import SignalStop
 from nbcallback.widgets import env
 from nbcallback.widgets.words import Msg
 
-__all__ = ["BusyStatus", "RunShared", "apply_learning_rate", "checked_lr", "interrupt_reason", "release_comm_routing",
+__all__ = ["BusyStatus", "SharedStop", "apply_learning_rate", "checked_lr", "interrupt_reason", "release_comm_routing",
            "SHARED_KEY"]
 
 SHARED_KEY = "nbcallback_widgets"
@@ -21,8 +21,9 @@ _SOURCES = {"interrupt": "source_interrupt", "ctrl_c": "source_ctrl_c", "button"
             "code": "source_code"}
 
 
-class RunShared:
-    """What the callbacks of one run share: who to poke, why and where the run stopped, the SIGINT handler."""
+class SharedStop:
+    """How one run stops, shared by its display callbacks: the callbacks to tell, why and where the run stopped,
+    the SIGINT handler."""
 
     def __init__(self) -> None:
         self.members: list[Any] = []  # all join on the training thread

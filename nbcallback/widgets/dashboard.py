@@ -27,8 +27,9 @@ class Dashboard(LiveLossPlot):
             evaluation, each callback (this Dashboard too) and the loop, as a
             :class:`~nbcallback.train.CallbackProfiler` in the same callbacks list measures it; updated at each
             refresh (the profiler's totals are read then, nothing is added to a step) and kept in the snapshot a
-            saved notebook shows (a notebook only: a terminal prints the profiler itself).  ``'auto'`` (default): when the run has a ``CallbackProfiler``; ``True``: the
-            same, with a warning when it has none; ``False``: never.
+            saved notebook shows (a notebook only: a terminal prints the profiler itself).  ``'auto'`` (default):
+            when the run has a ``CallbackProfiler``; ``True``: the same, with a warning when it has none; ``False``:
+            never.
         **kwargs: the :class:`LiveLossPlot` arguments.
 
     Example::
@@ -46,23 +47,21 @@ class Dashboard(LiveLossPlot):
             raise ValueError(f"Dashboard: time_panel must be 'auto', True or False, got {time_panel!r}; 'auto' "
                              "shows where the time goes when a CallbackProfiler is in the run's callbacks")
         self.time_panel = time_panel
-        # While the bar is shown: the run's CallbackProfiler and its rows' labels in the list's order (the bar's
-        # order and colours).
-        self._timed_by: tuple[CallbackProfiler, tuple[str, ...]] | None = None
         super().__init__(display, **kwargs)
 
     # ------------------------------------------------------------------ the time bar
 
     def _find_profiler(self, cb_params: Any) -> None:
-        """At the start of a run: the CallbackProfiler of the same callbacks list, if the bar is wanted."""
-        self._timed_by = None
+        """At the start of a run: the CallbackProfiler of the same callbacks list and its rows' labels in the
+        list's order (the bar's order and colours), kept with the run (``_run.timed_by``) if the bar is wanted."""
+        self._run.timed_by = None
         if self.time_panel is False or self._depth > 1 or self.mode not in ("widget", "static", "final"):
             return
         callbacks = cb_params.get("list_callback") or () if hasattr(cb_params, "get") else ()
         profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
         if profiler is not None:
             labels = (profiler.label_of(callback) for callback in callbacks)
-            self._timed_by = (profiler, tuple(label for label in labels if label))
+            self._run.timed_by = (profiler, tuple(label for label in labels if label))
         elif self.time_panel is True:
             warnings.warn("Dashboard(time_panel=True): the run has no CallbackProfiler, so there is no time to show; "
                           "add one to the callbacks, e.g. callbacks=[CallbackProfiler(), Dashboard(time_panel=True)]",
@@ -70,9 +69,9 @@ class Dashboard(LiveLossPlot):
 
     def _take_time(self) -> None:
         """Read the profiler's totals into the state (at a refresh and at the end; never per step)."""
-        if self._timed_by is None:
+        if self._run.timed_by is None:
             return
-        profiler, order = self._timed_by
+        profiler, order = self._run.timed_by
         try:  # (a late refresh runs on a timer thread while the profiler may be adding a row)
             rows, wall = profiler.rows, profiler.wall_s
         except RuntimeError:
@@ -95,16 +94,4 @@ class Dashboard(LiveLossPlot):
 
     def _finalize(self, exc: BaseException | None) -> None:
         self._take_time()
-        try:
-            super()._finalize(exc)
-        finally:
-            self._timed_by = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
-        state.pop("_timed_by", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        self._timed_by = None
+        super()._finalize(exc)

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from nbcallback.widgets.state import View
-from nbcallback.widgets.words import Words, words
+from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["duration", "rate", "number", "metric", "shown_loss", "progress_parts", "run_summary", "table",
            "text_table", "bars", "status_line", "lr_note", "is_numeric_cell", "MARKS"]
@@ -67,7 +67,7 @@ def shown_loss(view: View) -> float | None:
     return last if last is not None and not math.isfinite(last) else view.loss
 
 
-def progress_parts(view: View, w: Words = words) -> dict[str, str]:
+def progress_parts(view: View, words: Words = ENGLISH) -> dict[str, str]:
     """The pieces every renderer shows: ``epoch``, ``phase``, ``steps``, ``rate``, ``time``,
     ``eta_total``, ``loss`` and ``lr`` (the last three may be '')."""
     running, loss = view.status in ("starting", "running"), shown_loss(view)
@@ -78,16 +78,16 @@ def progress_parts(view: View, w: Words = words) -> dict[str, str]:
         steps = f"{view.step_in_epoch}/{view.steps_per_epoch}"
         speed = rate(view.rate)
         if view.samples_rate is not None:
-            speed += " · " + rate(view.samples_rate, w("samples"))
+            speed += " · " + rate(view.samples_rate, words("samples"))
     eta_total = ""
     if view.kind == "eval":
-        epoch, phase, eta = w("evaluation"), w("eval"), view.eta_total
+        epoch, phase, eta = words("evaluation"), words("eval"), view.eta_total
     else:
         last = "?" if view.last_epoch is None else view.last_epoch
-        epoch = w("epoch_of", epoch="-" if view.epoch is None else view.epoch, last=last)
-        phase, eta = w(view.phase), view.eta_train
+        epoch = words("epoch_of", epoch="-" if view.epoch is None else view.epoch, last=last)
+        phase, eta = words(view.phase), view.eta_train
         if running and view.eta_total is not None and view.eta_total != view.eta_train:
-            eta_total = w("total_eta", eta=("~" if view.eta_total_estimated else "") + duration(view.eta_total))
+            eta_total = words("total_eta", eta=("~" if view.eta_total_estimated else "") + duration(view.eta_total))
     return {
         "epoch": epoch,
         "phase": phase,
@@ -96,48 +96,48 @@ def progress_parts(view: View, w: Words = words) -> dict[str, str]:
         # An ended run has no time left to predict.
         "time": f"{duration(view.elapsed)}<{duration(eta)}" if running else duration(view.elapsed),
         "eta_total": eta_total,
-        "loss": "" if loss is None else w("loss_value", value=number(loss)),
-        "lr": "" if view.lr is None else w("lr_value", value=number(view.lr, 3)),
+        "loss": "" if loss is None else words("loss_value", value=number(loss)),
+        "lr": "" if view.lr is None else words("lr_value", value=number(view.lr, 3)),
     }
 
 
-def run_summary(view: View, w: Words = words) -> str:
+def run_summary(view: View, words: Words = ENGLISH) -> str:
     """One line about the run, for ``text/plain`` and logs."""
-    status, elapsed = w.say(view.status_text), duration(view.elapsed)
+    status, elapsed = words.say(view.status_text), duration(view.elapsed)
     if view.kind == "train":
-        bits = [w("summary_train", status=status, epochs_done=view.epochs_done, epochs=view.epochs,
+        bits = [words("summary_train", status=status, epochs_done=view.epochs_done, epochs=view.epochs,
                   steps_done=view.steps_done, total_steps=view.total_steps, elapsed=elapsed)]
         if view.elapsed > 0 and view.steps_done:
             bits.append(rate(view.steps_done / view.elapsed))
     else:
         total = "?" if view.eval_steps is None else view.eval_steps
-        bits = [w("summary_eval", status=status, steps=f"{view.eval_step}/{total}", elapsed=elapsed)]
+        bits = [words("summary_eval", status=status, steps=f"{view.eval_step}/{total}", elapsed=elapsed)]
     loss = shown_loss(view)
     if loss is not None:
-        bits.append(w("summary_loss", value=number(loss)))
-    return w("list_separator").join(bits)
+        bits.append(words("summary_loss", value=number(loss)))
+    return words("list_separator").join(bits)
 
 
-def table(view: View, w: Words = words) -> tuple[list[str], list[list[str]]]:
+def table(view: View, words: Words = ENGLISH) -> tuple[list[str], list[list[str]]]:
     """The metrics table: its header and rows; the "rows omitted" line (in the middle of a capped table) is a row
     of one cell."""
     train = view.kind == "train"
-    header = ([w("col_epoch"), w("col_step")] if train else []) + list(view.columns) + [w("col_time")]
+    header = ([words("col_epoch"), words("col_step")] if train else []) + list(view.columns) + [words("col_time")]
     rows = []
     for row in view.rows:
         cells = [metric(row.values[name]) if name in row.values else "" for name in view.columns]
         if train:
-            epoch = "-" if row.epoch is None else str(row.epoch) + (" " + w("partial") if row.partial else "")
+            epoch = "-" if row.epoch is None else str(row.epoch) + (" " + words("partial") if row.partial else "")
             cells = [epoch, "-" if row.step is None else str(row.step)] + cells
         rows.append(cells + [duration(row.elapsed)])
     if view.rows_omitted:
-        rows.insert(view.omitted_after, [w("rows_omitted", count=view.rows_omitted)])
+        rows.insert(view.omitted_after, [words("rows_omitted", count=view.rows_omitted)])
     return header, rows
 
 
-def text_table(view: View, w: Words = words) -> list[str]:
+def text_table(view: View, words: Words = ENGLISH) -> list[str]:
     """The metrics table as right-aligned plain-text lines, the header first."""
-    header, rows = table(view, w)
+    header, rows = table(view, words)
     full = [row for row in rows if len(row) == len(header)]  # not the "rows omitted" line
     widths = [max(len(text) for text in column) for column in zip(header, *full)]
     lines = []
@@ -154,28 +154,28 @@ def _bar(kind: str, label: str, value: float, maximum: float, *tail: str) -> dic
     return {"kind": kind, "label": label, "value": value, "max": maximum, "text": text}
 
 
-def bars(view: View, w: Words = words) -> list[dict[str, Any]]:
+def bars(view: View, words: Words = ENGLISH) -> list[dict[str, Any]]:
     """The progress bars: ``kind`` (``epoch``, ``train``, ``eval``), ``label``, ``value``, ``max`` and ``text``."""
-    parts = progress_parts(view, w)
+    parts = progress_parts(view, words)
     steps, speed, time = parts["steps"], parts["rate"], parts["time"]
     eval_total = view.eval_steps or max(view.eval_step, 1)
     if view.kind == "eval":
-        return [_bar("eval", w("evaluation"), view.eval_step, eval_total, steps, speed, time)]
+        return [_bar("eval", words("evaluation"), view.eval_step, eval_total, steps, speed, time)]
     spe = max(view.steps_per_epoch, 1)
     # The epoch bar includes the current epoch's share, so a stop mid-epoch reads the same on both bars.
     partial = view.step_in_epoch / spe if view.epochs_done < view.epochs and view.step_in_epoch < spe else 0.0
     epoch = _bar("epoch", parts["epoch"], view.epochs_done + partial, max(view.epochs, 1),
                  parts["eta_total"], parts["loss"], parts["lr"])
     if view.phase == "eval":
-        return [epoch, _bar("eval", w("eval"), view.eval_step, eval_total, steps, speed)]
-    return [epoch, _bar("train", w("train"), view.step_in_epoch, spe, steps, speed, time)]
+        return [epoch, _bar("eval", words("eval"), view.eval_step, eval_total, steps, speed)]
+    return [epoch, _bar("train", words("train"), view.step_in_epoch, spe, steps, speed, time)]
 
 
-def lr_note(view: View, w: Words = words) -> str:
+def lr_note(view: View, words: Words = ENGLISH) -> str:
     if not view.lr_changes:
         return ""
     step, lr = view.lr_changes[-1]
-    return w("lr_set", lr=number(lr, 3), step=step)
+    return words("lr_set", lr=number(lr, 3), step=step)
 
 
 def is_numeric_cell(text: str) -> bool:
@@ -183,9 +183,10 @@ def is_numeric_cell(text: str) -> bool:
     return bool(_NUMERIC.match(str(text).strip()))
 
 
-def status_line(view: View, w: Words = words) -> dict[str, str]:
+def status_line(view: View, words: Words = ENGLISH) -> dict[str, str]:
     """The status line: ``state`` (the run's status), ``text`` (with its mark) and ``note`` (the last lr change)."""
-    text = w.say(view.status_text)
+    text = words.say(view.status_text)
     if view.status == "running" and view.phase == "eval" and view.kind == "train":
-        text = w("running_validation")
-    return {"state": view.status, "text": (MARKS.get(view.status, "") + " " + text).strip(), "note": lr_note(view, w)}
+        text = words("running_validation")
+    text = (MARKS.get(view.status, "") + " " + text).strip()
+    return {"state": view.status, "text": text, "note": lr_note(view, words)}

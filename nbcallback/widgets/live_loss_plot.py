@@ -93,7 +93,7 @@ class LiveLossPlot(LiveCallback):
         """The default panels with this plot's ``groups``, extra ``panels`` and ``lr_panel`` choice."""
         lr = bool(facts.get("lr_changed")) if self.lr_panel == "auto" else bool(self.lr_panel)
         return default_panels(tuple(facts.get("metrics", ())), groups=self.groups, lr=lr,
-                              loss_positive=bool(facts.get("loss_positive", True)), extra=self.panels, w=self.words)
+                              loss_positive=bool(facts.get("loss_positive", True)), extra=self.panels, words=self.words)
 
     def _wants_png(self) -> bool:
         return super()._wants_png() or self.save_path is not None

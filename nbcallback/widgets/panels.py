@@ -16,7 +16,7 @@ from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 
 from nbcallback.widgets.state import SERIES, TimeFacts, TimeSegment
-from nbcallback.widgets.words import Words, words
+from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["COLORS", "STYLES", "TIME_COLORS", "Line", "Panel", "default_panels", "y_range", "is_raw_band",
            "time_facts", "time_html", "time_text"]
@@ -92,7 +92,7 @@ def default_panels(
     lr: bool = False,
     loss_positive: bool = True,
     extra: Sequence[Panel] = (),
-    w: Words = words,
+    words: Words = ENGLISH,
 ) -> list[Panel]:
     """The panels of a run that evaluated ``metrics`` (names, in order seen).
 
@@ -100,20 +100,20 @@ def default_panels(
     while every loss is positive; one panel per ``groups`` entry, else per other metric (at most three);
     the learning rate (``lr``: it changed); then ``extra``.
     """
-    loss_lines = [Line("loss", w("legend_train"), "train", "band")]
+    loss_lines = [Line("loss", words("legend_train"), "train", "band")]
     eval_loss = next((name for name in ("loss", "eval_loss") if name in metrics), None)
     if eval_loss is not None:
-        loss_lines.append(Line("eval:" + eval_loss, w("legend_eval"), "eval", "points"))
-    panels = [Panel(w("panel_loss"), loss_lines, "log" if loss_positive else "linear")]
+        loss_lines.append(Line("eval:" + eval_loss, words("legend_eval"), "eval", "points"))
+    panels = [Panel(words("panel_loss"), loss_lines, "log" if loss_positive else "linear")]
     if groups:
         for title, names in groups.items():
             lines = [Line("eval:" + name, name, f"m{i % 4 + 1}", "points") for i, name in enumerate(names)]
             panels.append(Panel(title, lines))
     else:
         others = [name for name in metrics if name != eval_loss][:3]
-        panels += [Panel(name, [Line("eval:" + name, w("legend_eval"), "eval", "points")]) for name in others]
+        panels += [Panel(name, [Line("eval:" + name, words("legend_eval"), "eval", "points")]) for name in others]
     if lr:
-        panels.append(Panel(w("panel_lr"), [Line("lr", w("legend_lr"), "lr", "step")], "log"))
+        panels.append(Panel(words("panel_lr"), [Line("lr", words("legend_lr"), "lr", "step")], "log"))
     return panels + list(extra)
 
 
@@ -166,14 +166,14 @@ def y_range(panel: Panel, series: Mapping[str, Any]) -> tuple[float, float] | No
 
 # ---------------------------------------------------------------------- where the time goes
 
-#: The time bar's colours: a JupyterLab CSS variable (it follows the theme) and the colour where there is none.
+#: The time bar's colours, the plot's slots where they have one (the step is the training line's colour):
 #: ``loop``, the rest of the wall time, is the theme's quiet grey, striped.
 TIME_COLORS: dict[str, tuple[str, str]] = {
-    "step": ("--jp-brand-color1", "#1976d2"),
-    "eval": ("--jp-warn-color1", "#e65100"),
-    "c1": ("--jp-success-color1", "#2e7d32"),
-    "c2": ("--jp-error-color1", "#c62828"),
-    "c3": ("--jp-info-color1", "#00838f"),
+    "step": COLORS["train"],
+    "eval": COLORS["eval"],
+    "c1": COLORS["m2"],
+    "c2": COLORS["m3"],
+    "c3": COLORS["m4"],
     "c4": ("--nbc-purple", "#9c4dcc"),
     "other": ("--jp-layout-color4", "#757575"),
     "loop": ("--jp-layout-color3", "rgba(127,127,127,.35)"),
@@ -182,7 +182,7 @@ TIME_COLORS: dict[str, tuple[str, str]] = {
 TIME_CALLBACKS = 4
 
 
-def time_facts(rows: Iterable[Any], wall_s: float, w: Words = words, order: Sequence[str] = ()) -> TimeFacts:
+def time_facts(rows: Iterable[Any], wall_s: float, words: Words = ENGLISH, order: Sequence[str] = ()) -> TimeFacts:
     """The "where the time goes" bar from a :class:`~nbcallback.train.CallbackProfiler`'s ``rows`` and ``wall_s``.
 
     One segment for the training step (forward, backward, optimizer), one for the evaluation (fit's validation or
@@ -218,15 +218,15 @@ def time_facts(rows: Iterable[Any], wall_s: float, w: Words = words, order: Sequ
     folded = [(name, callbacks[name]) for name in listed if name not in kept]
     segments = []
     if step > 0:
-        segments.append(TimeSegment("step", w("time_step"), step, share(step), "step"))
+        segments.append(TimeSegment("step", words("time_step"), step, share(step), "step"))
     if evaluation > 0:
-        segments.append(TimeSegment(eval_key, w("time_" + eval_key), evaluation, share(evaluation), "eval"))
+        segments.append(TimeSegment(eval_key, words("time_" + eval_key), evaluation, share(evaluation), "eval"))
     for name, seconds in shown:
         segments.append(TimeSegment("callback", name, seconds, share(seconds), slot[name]))
     if folded:
         seconds = sum(seconds for _, seconds in folded)
-        segments.append(TimeSegment("other", w("time_other", count=len(folded)), seconds, share(seconds), "other"))
-    segments.append(TimeSegment("loop", w("time_loop"), max(0.0, loop), share(loop), "loop"))
+        segments.append(TimeSegment("other", words("time_other", count=len(folded)), seconds, share(seconds), "other"))
+    segments.append(TimeSegment("loop", words("time_loop"), max(0.0, loop), share(loop), "loop"))
     return TimeFacts(wall, tuple(segments))
 
 
@@ -255,13 +255,13 @@ _TIME_FONT = ("font-family:var(--jp-ui-font-family,var(--vscode-font-family,syst
 _STRIPES = "repeating-linear-gradient(135deg,transparent 0 3px,rgba(127,127,127,.45) 3px 5px)"
 
 
-def time_html(time: TimeFacts, w: Words = words) -> str:
+def time_html(time: TimeFacts, words: Words = ENGLISH) -> str:
     """The "where the time goes" panel as one HTML fragment with inline styles: a title with the wall time, the
     stacked bar (a tooltip per segment) and a legend with each segment's share.  The live widget inserts it as it
     is; the snapshot left at the end of the run shows the same."""
     segs, items = [], []
     for seg in time.segments:
-        tip = escape(w("time_tip", label=seg.label, seconds=_seconds(seg.seconds), share=_percent(seg.share)))
+        tip = escape(words("time_tip", label=seg.label, seconds=_seconds(seg.seconds), share=_percent(seg.share)))
         color = _css(seg.color)
         background = f"{_STRIPES},{color}" if seg.key == "loop" else color
         width = 100 * min(1.0, max(0.0, seg.share))
@@ -272,10 +272,10 @@ def time_html(time: TimeFacts, w: Words = words) -> str:
         text = escape(f"{seg.label} {_percent(seg.share)}")
         items.append(f'<span class="nbc-time-item" data-key="{seg.key}" title="{tip}" style="white-space:nowrap">'
                      f'{swatch}{text}</span>')
-    title = (f'<div class="nbc-time-title"><span style="font-weight:600">{escape(w("time_title"))}</span>'
-             f'<span style="opacity:.7"> · {escape(w("time_wall", time=_seconds(time.wall_s)))} · '
-             f'{escape(w("time_source", profiler="CallbackProfiler"))}</span></div>')
-    bar = (f'<div class="nbc-time-bar" role="img" aria-label="{escape(time_text(time, w))}" style="display:flex;'
+    title = (f'<div class="nbc-time-title"><span style="font-weight:600">{escape(words("time_title"))}</span>'
+             f'<span style="opacity:.7"> · {escape(words("time_wall", time=_seconds(time.wall_s)))} · '
+             f'{escape(words("time_source", profiler="CallbackProfiler"))}</span></div>')
+    bar = (f'<div class="nbc-time-bar" role="img" aria-label="{escape(time_text(time, words))}" style="display:flex;'
            "width:100%;max-width:42em;height:14px;margin:3px 0;border-radius:3px;overflow:hidden;"
            f'background:var(--jp-layout-color3,rgba(127,127,127,.2))">{"".join(segs)}</div>')
     legend = (f'<div class="nbc-time-legend" style="display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;'
@@ -283,8 +283,8 @@ def time_html(time: TimeFacts, w: Words = words) -> str:
     return f'<div class="nbc-time" style="{_TIME_FONT}">{title}{bar}{legend}</div>'
 
 
-def time_text(time: TimeFacts, w: Words = words) -> str:
+def time_text(time: TimeFacts, words: Words = ENGLISH) -> str:
     """The bar in one line: ``where the time goes (wall time 12.31 s): train step 71.3 %, loop 20.1 %, ...``."""
-    parts = w("list_separator").join(f"{seg.label} {_percent(seg.share)}"
+    parts = words("list_separator").join(f"{seg.label} {_percent(seg.share)}"
                                       for seg in time.segments)
-    return w("time_text", wall=w("time_wall", time=_seconds(time.wall_s)), parts=parts)
+    return words("time_text", wall=words("time_wall", time=_seconds(time.wall_s)), parts=parts)

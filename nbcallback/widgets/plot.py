@@ -23,7 +23,7 @@ from typing import Any, Iterable, Sequence
 
 from nbcallback.widgets.panels import COLORS, Line, Panel, is_raw_band, y_range
 from nbcallback.widgets.state import PlotData
-from nbcallback.widgets.words import Words, words
+from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["drawable", "render_png", "png_size", "warm_up", "cjk_fallback_fonts", "missing_glyphs", "SUBSET_FONT",
            "SUBSET_FAMILY", "PANEL_WIDTH", "PANEL_HEIGHT"]
@@ -170,7 +170,7 @@ def drawable(panels: Sequence[Panel], data: PlotData) -> list[Panel]:
     return [panel for panel in panels if any(line.key in data.series for line in panel.lines)]
 
 
-def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> bytes | None:
+def render_png(panels: Sequence[Panel], data: PlotData, words: Words = ENGLISH) -> bytes | None:
     """The panels that have data as a PNG (``None`` when none has)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -182,7 +182,7 @@ def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> byt
     fig = Figure(figsize=(width / 100, height / 100), dpi=200, facecolor="white")
     FigureCanvasAgg(fig)
     family = _font_family()
-    texts = [w("axis_step"), *(panel.title for panel in shown),
+    texts = [words("axis_step"), *(panel.title for panel in shown),
              *(line.label for panel in shown for line in panel.lines if data.series.get(line.key, {}).get("x"))]
     missing = missing_glyphs(texts, family)
     if missing and _refresh_cjk_fonts():  # a CJK font installed since matplotlib's font cache was built
@@ -190,13 +190,13 @@ def render_png(panels: Sequence[Panel], data: PlotData, w: Words = words) -> byt
         missing = missing_glyphs(texts, family)
     with warnings.catch_warnings():  # one note below, not one warning per glyph
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
-        png = _draw(fig, shown, data, w, family, width, height)
+        png = _draw(fig, shown, data, words, family, width, height)
     if missing:
         _warn_missing(missing)
     return png
 
 
-def _draw(fig: Any, shown: Sequence[Panel], data: PlotData, w: Words, family: list[str], width: int,
+def _draw(fig: Any, shown: Sequence[Panel], data: PlotData, words: Words, family: list[str], width: int,
           height: int) -> bytes:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -225,7 +225,7 @@ def _draw(fig: Any, shown: Sequence[Panel], data: PlotData, w: Words, family: li
         if limits is not None and limits[0] < limits[1]:
             ax.set_ylim(*limits)
         ax.set_title(panel.title, fontsize=11, color=_TEXT, loc="left", pad=18, **text)
-        ax.set_xlabel(w("axis_step"), fontsize=9.5, color=_MUTED, **text)
+        ax.set_xlabel(words("axis_step"), fontsize=9.5, color=_MUTED, **text)
         ax.grid(True, color=_GRID, linewidth=0.7)
         ax.tick_params(labelsize=9.5, colors=_MUTED)
         ax.spines[["top", "right"]].set_visible(False)

@@ -1,8 +1,6 @@
 """``ProgressBar``: epoch and step progress, rates, ETAs, smoothed loss and an eval table."""
 from __future__ import annotations
 
-from typing import Any
-
 from nbcallback.widgets.base import LiveCallback
 
 __all__ = ["ProgressBar"]
@@ -22,6 +20,3 @@ class ProgressBar(LiveCallback):
     """
 
     _PARTS = frozenset({"progress", "table"})
-
-    def __init__(self, display: str = "auto", **kwargs: Any) -> None:  # as deep as LiveLossPlot's, for warnings
-        super().__init__(display, **kwargs)

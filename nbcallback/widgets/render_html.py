@@ -13,7 +13,7 @@ from typing import Any
 
 from nbcallback.widgets.format import bars, is_numeric_cell, lr_note, run_summary, status_line, table, text_table
 from nbcallback.widgets.state import View
-from nbcallback.widgets.words import Words, words
+from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["fragment", "payload", "snapshot_bundle", "plot_bundle"]
 
@@ -53,9 +53,9 @@ def _tag(tag: str, cls: str, inner: str, style: str = "", **data: str) -> str:
     return f"<{tag}{attrs}>{inner}</{tag}>"
 
 
-def _bars_html(view: View, w: Words, inline: bool) -> str:
+def _bars_html(view: View, words: Words, inline: bool) -> str:
     out = []
-    for bar in bars(view, w):
+    for bar in bars(view, words):
         color, width = _COLORS[bar["kind"]], 100.0 * bar["value"] / bar["max"]
         look = {key: _INLINE[key].format(color=color, width=width) if inline else ""
                 for key in ("bar-label", "bar-track", "bar-fill")}
@@ -67,9 +67,9 @@ def _bars_html(view: View, w: Words, inline: bool) -> str:
     return _tag("div", "bars", "".join(out)) if out else ""
 
 
-def _status_html(view: View, w: Words, hint: str, status: bool, inline: bool) -> str:
+def _status_html(view: View, words: Words, hint: str, status: bool, inline: bool) -> str:
     pieces = []
-    line = status_line(view, w) if status else None
+    line = status_line(view, words) if status else None
     if line is not None:
         style = _INLINE["status-text"].format(color=_COLORS.get(line["state"], "inherit")) if inline else ""
         pieces.append(_tag("span", "status-text", escape(line["text"]), style))
@@ -86,8 +86,8 @@ def _status_html(view: View, w: Words, hint: str, status: bool, inline: bool) ->
     return html
 
 
-def _table_html(view: View, w: Words, caption: str, inline: bool) -> str:
-    header, rows = table(view, w)
+def _table_html(view: View, words: Words, caption: str, inline: bool) -> str:
+    header, rows = table(view, words)
     full = [row for row in rows if len(row) == len(header)]  # not the "rows omitted" line
     numeric = [bool(full) and all(row[j] == "" or is_numeric_cell(row[j]) for row in full) for j in range(len(header))]
     cell_style = _INLINE["cell"] if inline else ""
@@ -108,64 +108,66 @@ def _table_html(view: View, w: Words, caption: str, inline: bool) -> str:
                 _INLINE["table"] if inline else "")
 
 
-def fragment(view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, w: Words = words,
+def fragment(view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, words: Words = ENGLISH,
              inline: bool = False) -> dict[str, str]:
     """The picture's HTML in two pieces: ``head`` (the bars with ``progress`` in ``parts``; the status line, its lr
     note and the ``hint`` on how to stop, unless ``status`` is False: left to another callback beside this one) and
     ``table`` (the metrics table with ``progress`` or ``table`` in ``parts``; '' without rows).  ``inline``: with
     the snapshot's inline styles."""
-    head = (_bars_html(view, w, inline) if "progress" in parts else "") + _status_html(view, w, hint, status, inline)
+    head = _bars_html(view, words, inline) if "progress" in parts else ""
+    head += _status_html(view, words, hint, status, inline)
     grid = ""
     if view.rows and parts & {"progress", "table"}:
         caption = ""
         if view.rows_total > len(view.rows) + view.rows_omitted:
-            caption = w("last_rows", shown=len(view.rows), total=view.rows_total)
-        grid = _table_html(view, w, caption, inline)
+            caption = words("last_rows", shown=len(view.rows), total=view.rows_total)
+        grid = _table_html(view, words, caption, inline)
     return {"head": head, "table": grid}
 
 
 def payload(
-    view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, w: Words = words
+    view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, words: Words = ENGLISH
 ) -> dict[str, Any]:
     """The live widget's ``view`` (without series and controls): ``state`` (the run's status, for the controls) and
     ``html`` (:func:`fragment`, which the front end inserts as it is)."""
-    return {"state": view.status, "html": fragment(view, parts, hint=hint, status=status, w=w)}
+    return {"state": view.status, "html": fragment(view, parts, hint=hint, status=status, words=words)}
 
 
 def snapshot_bundle(
-    view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True, w: Words = words
+    view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True, words: Words = ENGLISH
 ) -> dict[str, str]:
     """The mime bundle that replaces the live view at the end of a run (the plot comes separately).
 
     ``text/html``: bars, status, error, the whole (capped) table and a summary line, inline-styled.
     ``text/plain`` (terminals, nbval, viewers without HTML): the summary, the last rows and where the plot is.
     """
-    html = fragment(view, parts | ({"table"} if "progress" in parts else set()), status=status, w=w, inline=True)
-    summary = run_summary(view, w)
+    shown = parts | ({"table"} if "progress" in parts else set())
+    html = fragment(view, shown, status=status, words=words, inline=True)
+    summary = run_summary(view, words)
     blocks = html["head"] + html["table"]
     if status:
         blocks += f'<div style="opacity:.7;font-size:12px">{escape(summary)}</div>'
-    lines = [summary] + [text for text in (view.error, lr_note(view, w)) if text]
+    lines = [summary] + [text for text in (view.error, lr_note(view, words)) if text]
     if view.rows and parts & {"progress", "table", "plot"}:
         rows = view.rows[-10:]
         last = dataclasses.replace(view.table, rows=tuple(rows), rows_omitted=0, omitted_after=0)
-        lines += text_table(dataclasses.replace(view, table=last), w)
+        lines += text_table(dataclasses.replace(view, table=last), words)
         if view.rows_total > len(rows):
-            lines.append(w("last_rows_text", shown=len(rows), total=view.rows_total))
+            lines.append(words("last_rows_text", shown=len(rows), total=view.rows_total))
     if has_plot:
-        lines.append(w("plot_below"))
+        lines.append(words("plot_below"))
     return {"text/html": f'<div class="nbc-snapshot" style="{_FONT}">{blocks}</div>',
             "text/plain": "\n".join(lines)}
 
 
 def plot_bundle(
-    view: View, png: bytes | None, css_width: int | None = None, w: Words = words
+    view: View, png: bytes | None, css_width: int | None = None, words: Words = ENGLISH
 ) -> tuple[dict[str, str], dict[str, Any]]:
     """The plot's own output at the end of a run, and its metadata (the PNG's CSS width: it has 2x pixels)."""
     if not png:
         if view.kind == "eval":
-            return {"text/plain": w("no_plot_eval")}, {}
-        return {"text/plain": w("no_plot_failed" if view.steps_done or view.rows else "no_plot_steps")}, {}
+            return {"text/plain": words("no_plot_eval")}, {}
+        return {"text/plain": words("no_plot_failed" if view.steps_done or view.rows else "no_plot_steps")}, {}
     metadata = {"image/png": {"width": css_width}} if css_width else {}
     image = base64.b64encode(png).decode("ascii")
-    return {"image/png": image, "text/plain": w("plot_alt", summary=run_summary(view, w))}, metadata
+    return {"image/png": image, "text/plain": words("plot_alt", summary=run_summary(view, words))}, metadata

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 from nbcallback.widgets.env import is_tty
 from nbcallback.widgets.format import duration, metric, number, progress_parts, run_summary, shown_loss, text_table
 from nbcallback.widgets.state import View
-from nbcallback.widgets.words import Words, words
+from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["TTYRenderer", "LogRenderer", "NullRenderer"]
 
@@ -32,9 +32,9 @@ class NullRenderer:
 
 
 class _TextBase(NullRenderer):
-    def __init__(self, parts: frozenset[str], stream: TextIO | None = None, w: Words = words) -> None:
+    def __init__(self, parts: frozenset[str], stream: TextIO | None = None, words: Words = ENGLISH) -> None:
         self.parts = parts
-        self.w = w
+        self.words = words
         self._stream = stream
         self.plot_note: str | None = None  # a plot alone: the line about its PNG (where it was saved)
 
@@ -50,7 +50,7 @@ class _TextBase(NullRenderer):
         self._write(text + "\n")
 
     def _progress_line(self, view: View, bar_width: int = 0) -> str:
-        parts = progress_parts(view, self.w)
+        parts = progress_parts(view, self.words)
         line = parts["phase"] if view.kind == "eval" else f"{parts['epoch']} {parts['phase']}"
         if bar_width:
             if view.kind == "eval" or view.phase == "eval":
@@ -67,25 +67,25 @@ class _TextBase(NullRenderer):
         if kind != "epoch_end" or "progress" not in self.parts:
             return
         last = "?" if view.last_epoch is None else view.last_epoch
-        bits = [self.w("epoch_of", epoch=view.epoch, last=last)]
+        bits = [self.words("epoch_of", epoch=view.epoch, last=last)]
         loss = shown_loss(view)
         if loss is not None:
-            bits.append(self.w("loss_value", value=number(loss)))
+            bits.append(self.words("loss_value", value=number(loss)))
         if view.rows and view.rows[-1].epoch == view.epoch:
             row = view.rows[-1]
             values = " ".join(f"{name} {metric(value)}" for name, value in row.values.items())
-            bits.append(values + (" " + self.w("partial") if row.partial else ""))
+            bits.append(values + (" " + self.words("partial") if row.partial else ""))
         self._line(" · ".join(bits + [duration(view.elapsed)]))
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         """The run summary (and the metrics table); for a plot alone, where its PNG was saved."""
         if not self.parts & {"progress", "table"}:  # the progress callbacks print the summary
-            self._line(self.plot_note or self.w("text_plot_none"))
+            self._line(self.plot_note or self.words("text_plot_none"))
             return
-        self._line(run_summary(view, self.w))
+        self._line(run_summary(view, self.words))
         rest = [view.error] if view.error else []
         if view.rows and "table" in self.parts:
-            rest += text_table(view, self.w)
+            rest += text_table(view, self.words)
         if rest:
             self._write("\n".join(rest) + "\n")
 
@@ -140,8 +140,8 @@ class TTYRenderer(_TextBase):
 
     text_interval = 0.25
 
-    def __init__(self, parts: frozenset[str], stream: TextIO | None = None, w: Words = words) -> None:
-        super().__init__(parts, stream, w)
+    def __init__(self, parts: frozenset[str], stream: TextIO | None = None, words: Words = ENGLISH) -> None:
+        super().__init__(parts, stream, words)
         self._last_len = 0  # the line's width in terminal columns
         self._stand_ins: dict[str, _ClearsTheLine] = {}
 
@@ -200,9 +200,9 @@ class LogRenderer(_TextBase):
     """Plain lines for logs: every ``log_interval`` seconds, per epoch, and at the end."""
 
     def __init__(
-        self, parts: frozenset[str], stream: TextIO | None = None, log_interval: float = 30.0, w: Words = words
+        self, parts: frozenset[str], stream: TextIO | None = None, log_interval: float = 30.0, words: Words = ENGLISH
     ) -> None:
-        super().__init__(parts, stream, w)
+        super().__init__(parts, stream, words)
         if log_interval <= 0:
             raise ValueError(f"log_interval must be > 0, got {log_interval!r}")
         self.text_interval = float(log_interval)
@@ -228,7 +228,7 @@ class LogRenderer(_TextBase):
         elif not self._started:
             self._started = True
             if view.kind == "eval":
-                self._line(self.w("log_evaluation", steps=view.eval_steps or "?"))
+                self._line(self.words("log_evaluation", steps=view.eval_steps or "?"))
             else:
-                extra = self.w("log_with_validation") if view.validates else ""
-                self._line(self.w("log_training", epochs=view.epochs, steps=view.steps_per_epoch) + extra)
+                extra = self.words("log_with_validation") if view.validates else ""
+                self._line(self.words("log_training", epochs=view.epochs, steps=view.steps_per_epoch) + extra)

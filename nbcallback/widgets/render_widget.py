@@ -19,13 +19,13 @@ from nbcallback.widgets.panels import COLORS, Panel, time_html, time_text, y_ran
 from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import NullRenderer
 from nbcallback.widgets.state import TrainingState, View
-from nbcallback.widgets.words import Words, words
+from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["DashboardWidget", "WidgetRenderer", "StaticRenderer", "with_time"]
 
 STATIC = Path(__file__).parent / "static"
 _LABELS = {"stop": "stop", "stopping": "stopping", "lr": "lr", "apply": "apply", "step": "axis_step"}
-#: What a closed widget's module becomes (see :meth:`DashboardWidget.shed`).
+#: What a closed widget's module becomes (see :meth:`DashboardWidget.drop_front_end`).
 _EMPTY_ESM = "export default {};"
 
 
@@ -64,7 +64,7 @@ class DashboardWidget(anywidget.AnyWidget):
         elif kind == "hello":
             self.resync.set()
 
-    def shed(self) -> None:
+    def drop_front_end(self) -> None:
         """Drop the front-end code once the snapshot has replaced every view: ``jupyter nbconvert --execute`` saves a
         closed widget's last state in the notebook's metadata, and the ES module and the CSS are most of it."""
         with self.hold_sync():
@@ -92,7 +92,7 @@ class WidgetRenderer(NullRenderer):
     on_stop: Callable[[], None] | None = None
     on_lr: Callable[[float], None] | None = None
     hint: str = ""
-    w: Words = words
+    words: Words = ENGLISH
     foreground: bool = False
     widget: DashboardWidget | None = field(default=None, init=False)
     _handle: Any = field(default=None, init=False)
@@ -143,9 +143,9 @@ class WidgetRenderer(NullRenderer):
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """The new ``spec`` (None when the panels and the x range are unchanged) and the ``view``: the series from
         the start when ``full``, else what the page lacks."""
-        data = payload(view, self.parts, hint=self.hint, status=status, w=self.w)
+        data = payload(view, self.parts, hint=self.hint, status=status, words=self.words)
         if view.time is not None:
-            data["time"] = time_html(view.time, self.w)
+            data["time"] = time_html(view.time, self.words)
         if "controls" in self.parts:
             data["controls"] = {"enabled": view.status in ("starting", "running"), "lr": view.lr}
         plot: dict[str, Any] = {"x_range": [0, 1], "epoch_marks": []}
@@ -168,14 +168,14 @@ class WidgetRenderer(NullRenderer):
             "x_range": plot["x_range"],
             "epoch_marks": plot["epoch_marks"],
             "colors": {name: list(pair) for name, pair in COLORS.items()},
-            "labels": {name: self.w(key) for name, key in _LABELS.items()},
+            "labels": {name: self.words(key) for name, key in _LABELS.items()},
         }, data
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         widget, self.widget = self.widget, None
-        bundle = with_time(snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w),
-                           view, self.w)
-        image, metadata = plot_bundle(view, png, css_width, self.w)
+        snapshot = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, words=self.words)
+        bundle = with_time(snapshot, view, self.words)
+        image, metadata = plot_bundle(view, png, css_width, self.words)
         try:
             if self._marimo is not None:
                 mo = self._marimo
@@ -189,7 +189,7 @@ class WidgetRenderer(NullRenderer):
                 if png is not None:
                     IPython.display.display(image, raw=True, metadata=metadata)
             if self._handle is not None and widget is not None:
-                widget.shed()
+                widget.drop_front_end()
         finally:
             if widget is not None:
                 widget.close()
@@ -200,43 +200,43 @@ class WidgetRenderer(NullRenderer):
             widget.close()
 
 
-def with_time(bundle: dict[str, str], view: View, w: Words = words) -> dict[str, str]:
+def with_time(bundle: dict[str, str], view: View, words: Words = ENGLISH) -> dict[str, str]:
     """The snapshot ``bundle`` with the "where the time goes" bar after it (HTML) and its line (text), when the view
     has one (a Dashboard beside a CallbackProfiler)."""
     if view.time is None:
         return bundle
-    return {**bundle, "text/html": bundle.get("text/html", "") + time_html(view.time, w),
-            "text/plain": bundle.get("text/plain", "") + "\n" + time_text(view.time, w)}
+    return {**bundle, "text/html": bundle.get("text/html", "") + time_html(view.time, words),
+            "text/plain": bundle.get("text/plain", "") + "\n" + time_text(view.time, words)}
 
 
 class StaticRenderer(NullRenderer):
     """``display_id`` HTML (``live``: at most once per ``interval`` seconds), then the snapshot and the PNG."""
 
-    def __init__(self, parts: frozenset[str], live: bool = True, interval: float = 1.0, w: Words = words) -> None:
+    def __init__(self, parts: frozenset[str], live: bool = True, interval: float = 1.0, words: Words = ENGLISH) -> None:
         self.parts = parts
         self.live = live
         self.text_interval = float(interval)
-        self.w = w
+        self.words = words
         self._handle: Any = None
         self._plot_handle: Any = None
 
     def open(self, view: View, state: TrainingState, status: bool = True) -> None:
         if self.live:
-            bundle = with_time(snapshot_bundle(view, self.parts, status=status, w=self.w), view, self.w)
+            bundle = with_time(snapshot_bundle(view, self.parts, status=status, words=self.words), view, self.words)
             self._handle = IPython.display.display(bundle, raw=True, display_id=True)
             if "plot" in self.parts:
-                pending = {"text/plain": self.w("plot_pending")}
+                pending = {"text/plain": self.words("plot_pending")}
                 self._plot_handle = IPython.display.display(pending, raw=True, display_id=True)
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:
         if self._handle is not None:
-            self._handle.update(with_time(snapshot_bundle(view, self.parts, status=status, w=self.w), view, self.w),
-                                raw=True)
+            bundle = snapshot_bundle(view, self.parts, status=status, words=self.words)
+            self._handle.update(with_time(bundle, view, self.words), raw=True)
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        bundle = with_time(snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, w=self.w),
-                           view, self.w)
-        image, metadata = plot_bundle(view, png, css_width, self.w)
+        snapshot = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, words=self.words)
+        bundle = with_time(snapshot, view, self.words)
+        image, metadata = plot_bundle(view, png, css_width, self.words)
         if self._handle is not None:
             self._handle.update(bundle, raw=True)
         else:

@@ -46,11 +46,11 @@ def choose_renderer(
             key = "hint_marimo" if host() == "marimo" else "hint_interrupt"  # no Stop button to mention
         return WidgetRenderer(parts if controls else parts - {"controls"}, panels_for=panels_for,
                               on_stop=on_stop if controls else None, on_lr=on_lr if controls else None,
-                              hint=words(key) if key else "", w=words, foreground=not background)
+                              hint=words(key) if key else "", words=words, foreground=not background)
     if mode in ("static", "final"):
         from nbcallback.widgets.render_widget import StaticRenderer
 
-        return StaticRenderer(parts, live=mode == "static", w=words)
+        return StaticRenderer(parts, live=mode == "static", words=words)
     if mode in ("tty", "log") and repeats_another:
         parts = parts - {"progress", "table"}
     if mode == "tty":

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["LANGS", "LANG_ENV_VAR", "MESSAGES", "Msg", "Words", "resolve_lang", "words"]
+__all__ = ["LANGS", "LANG_ENV_VAR", "MESSAGES", "Msg", "Words", "resolve_lang", "ENGLISH"]
 
 LANG_ENV_VAR = "NBCALLBACK_LANG"
 
@@ -65,4 +65,5 @@ class Words:
         return self(text.key, **text.params) if isinstance(text, Msg) else text
 
 
-words = Words("en")
+#: The English words: the default of every function that takes ``words``.
+ENGLISH = Words("en")

@@ -65,7 +65,7 @@ def _cjk_font_or_skip() -> list[str]:
 
 def _user_panels(state: TrainingState, w: Words = Words("en")) -> list[Panel]:
     data = state.plot_data()
-    return default_panels(data.metrics, groups={TITLE: [METRIC]}, lr=data.lr_changed, w=w,
+    return default_panels(data.metrics, groups={TITLE: [METRIC]}, lr=data.lr_changed, words=w,
                           extra=[Panel("学习率与准确率", [Line("eval:" + METRIC, METRIC, "m2", "points")])])
 
 

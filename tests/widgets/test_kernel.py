@@ -59,7 +59,6 @@ def executed(tmp_path_factory: pytest.TempPathFactory):
             "metrics = model.eval(valid_ds, callbacks=[ProgressBar()])\nprint(metrics)",
             "model.train(1, train_ds, callbacks=[LiveLossPlot(), ProgressBar(), Pace(0.004)])",
             "model.fit(1, train_ds, valid_ds, callbacks=[Dashboard(display='final')])",
-            "bar = ProgressBar(plot_interval=2.0, dpi=80)\nprint('next cell runs', opt.param_groups[0]['lr'])",
         ]
     )
     client, path = run_notebook(nb, tmp)
@@ -182,14 +181,6 @@ def test_progress_bar_and_loss_plot_together_show_one_status_line(executed) -> N
     assert html.count("✔ finished") == 1
     assert sum("image/png" in out.get("data", {}) for out in outputs) == 1  # the plot's PNG in its place
     assert cell_text(nb.cells[3]).count("Training finished: 1/1 epochs") == 2  # the snapshot and the PNG's alt text
-
-
-def test_removed_arguments_warn_in_the_notebook(executed) -> None:
-    _, nb, _ = executed
-    cell = nb.cells[5]
-    stderr = "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stderr")
-    assert "FutureWarning: ProgressBar(): dpi, plot_interval no longer have an effect" in stderr
-    assert "next cell runs 0.05" in cell_text(cell)
 
 
 def test_nbconvert_html_without_a_kernel(executed) -> None:

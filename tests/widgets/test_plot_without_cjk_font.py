@@ -81,7 +81,7 @@ out["boxes"] = {char: glyph(char, ["DejaVu Sans"]) for char in OWN_WORDS}
 
 state = _data("accuracy")
 data = state.plot_data()
-panels = default_panels(data.metrics, lr=data.lr_changed, w=zh)
+panels = default_panels(data.metrics, lr=data.lr_changed, words=zh)
 png, out["own_warnings"] = record(lambda: plot.render_png(panels, data, zh))
 Path(sys.argv[1], "zh_own.png").write_bytes(png)
 real_family = plot._font_family

@@ -92,15 +92,3 @@ def test_a_chinese_progress_bar_writes_chinese_in_text_mode() -> None:
     assert "训练已完成：2/2 轮，8/8 步" in text
     assert "轮次" in text and "用时" in text
     assert "Training" not in text and "epochs" not in text and "finished" not in text
-
-
-def test_the_removed_arguments_warning_speaks_the_callbacks_language() -> None:
-    import pytest
-
-    from nbcallback.widgets import ProgressBar
-
-    with pytest.warns(FutureWarning, match="已不再起作用") as caught:
-        ProgressBar(dpi=80, lang="zh_CN")
-    assert "ProgressBar()：dpi" in str(caught[0].message)
-    with pytest.warns(FutureWarning, match="dpi, width no longer have an effect"):
-        ProgressBar(dpi=80, width=3, lang="en")
