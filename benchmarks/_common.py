@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -131,6 +132,22 @@ class EvalBatches:
         size = self.batch_size
         for i in range(0, self.steps * size, size):
             yield self.images[i:i + size], self.labels[i:i + size]
+
+
+def bare_epochs(network, loss_fn, optimizer, batches, epochs: int, stamp=None):
+    """The bare PyTorch loop the benchmarks compare with: ``epochs`` passes over ``batches``, ``stamp(now)`` after
+    each step when given; returns the last loss."""
+    network.train()
+    loss = None
+    for _ in range(epochs):
+        for images, labels in batches:
+            loss = loss_fn(network(images), labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if stamp is not None:
+                stamp(time.perf_counter())
+    return loss
 
 
 def eval_accuracy(network, images, labels) -> float:

@@ -426,8 +426,12 @@ def _data_dir(args: argparse.Namespace) -> Path:
         return data.resolve()
     sys.path.insert(0, str(REPO))
     from nbcallback.dataset import download_mnist
+    from nbcallback.dataset.download import DownloadError
 
-    return Path(download_mnist(REPO / "benchmarks" / ".data", progress=False)).resolve()
+    try:
+        return Path(download_mnist(REPO / "benchmarks" / ".data", progress=False)).resolve()
+    except DownloadError as exc:  # no network: say so and how to point at a copy, without a traceback
+        raise SystemExit(f"{exc}\nOr give the benchmarks a copy you have: python -m benchmarks --data PATH/MNIST_Data")
 
 
 def main(argv: list[str] | None = None) -> int:

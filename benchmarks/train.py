@@ -48,7 +48,7 @@ REPO = HERE.parents[1]
 if str(REPO) not in sys.path:  # this checkout's nbcallback, also when another copy is installed
     sys.path.insert(0, str(REPO))
 
-from benchmarks._common import build  # noqa: E402  (the network, loss and optimizer of every benchmark)
+from benchmarks._common import bare_epochs, build  # noqa: E402  (the bare loop; the network, loss and optimizer)
 
 BATCH_SIZE = 64
 TARGET = 1.05
@@ -84,17 +84,9 @@ def child(kind: str, tensors: str, threads: int, seed: int, epochs: int) -> dict
     network, loss_fn, optimizer = build(seed)
     printed = io.StringIO()
     if kind == "bare":
-        network.train()
-        stamps = []
-        stamp = stamps.append
+        stamps: list[float] = []
         start, cpu_start = time.perf_counter(), time.process_time()
-        for _ in range(epochs):
-            for images, labels in batches:
-                loss = loss_fn(network(images), labels)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                stamp(time.perf_counter())
+        loss = bare_epochs(network, loss_fn, optimizer, batches, epochs, stamps.append)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         final_loss = float(loss)
     else:
@@ -205,19 +197,10 @@ def step_overhead(rounds: int = 30, steps: int = OVERHEAD_STEPS, threads: int = 
     model = Model(network, loss_fn, optimizer, metrics={"accuracy"})
     sink = io.StringIO()
 
-    def bare_epochs(epochs: int) -> None:
-        network.train()
-        for _ in range(epochs):
-            for images, labels in batches:
-                loss = loss_fn(network(images), labels)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-
     def run(make, epochs: int = 2) -> None:
         with contextlib.redirect_stdout(sink):
             if make is None:
-                bare_epochs(epochs)
+                bare_epochs(network, loss_fn, optimizer, batches, epochs)
             else:
                 model.train(epochs, batches, callbacks=make())
         sink.seek(0)

@@ -35,6 +35,7 @@ from benchmarks._common import (  # noqa: E402
     BATCH_SIZE,
     EvalBatches,
     GatherBatches,
+    bare_epochs,
     build,
     ensure_repo_on_path,
     make_network,
@@ -782,7 +783,8 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from torch import nn
 
-    from nbcallback.train import CallbackProfiler, CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
+    from benchmarks.train import overhead_variants
+    from nbcallback.train import CallbackProfiler, Model
 
     steps = 938
     torch.manual_seed(args.seed)
@@ -794,26 +796,14 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
     model = Model(network, loss_fn, optimizer, metrics={"accuracy"})
     folder = tempfile.mkdtemp(prefix="nbcallback-bench-overhead-")
 
-    def ckpt():
-        return ModelCheckpoint(prefix="o", directory=folder,
-                               config=CheckpointConfig(save_checkpoint_steps=10**9, keep_checkpoint_max=1))
-
     def bare_epoch() -> None:
-        for xb, yb in batches:
-            loss = loss_fn(network(xb), yb)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+        bare_epochs(network, loss_fn, optimizer, batches, 1)
 
-    configs: dict[str, Callable[[], list] | None] = {
-        "bare": None,
-        "Model.train, no callbacks": lambda: [],
-        "+ LossMonitor(300)": lambda: [LossMonitor(300)],
-        "+ TimeMonitor()": lambda: [TimeMonitor()],
-        "+ ModelCheckpoint (no save due)": lambda: [ckpt()],
-        "+ all three": lambda: [LossMonitor(300), TimeMonitor(), ckpt()],
-        "+ all three + CallbackProfiler": lambda: [CallbackProfiler(), LossMonitor(300), TimeMonitor(), ckpt()],
-    }
+    # The per-step benchmark's variants (one epoch: its checkpoint is not due), and the profiler and the widgets.
+    configs: dict[str, Callable[[], list] | None] = overhead_variants(folder)
+    all_three = configs["+ all three"]
+    assert all_three is not None
+    configs["+ all three + CallbackProfiler"] = lambda: [CallbackProfiler(), *all_three()]
     configs["+ ProgressBar + LiveLossPlot (off)"] = _widget_callbacks("off")
     times: dict[str, list[float]] = {name: [] for name in configs}
     repeats = 3 if args.quick else 15
@@ -829,7 +819,7 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
             times[name].append(time.perf_counter() - started)
             sink.seek(0)
             sink.truncate()
-    base = min(times["bare"])
+    base = min(times["bare loop"])
     per_step = {name: 1e6 * (min(values) - base) / steps for name, values in times.items()}
     # Deterministic view of the same thing: Python-level calls (functions + builtins) per step.
     calls: dict[str, float] = {}
