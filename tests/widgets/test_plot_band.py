@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pytest
 
 from nbcallback.widgets.panels import Line, Panel
@@ -27,12 +28,10 @@ def _data(raw: list[float], smooth: list[float], spread: float = 0.0) -> PlotDat
 
 def _faint_blue_pixels(png: bytes) -> int:
     """Pixels of the band's pale blue (neither the white card, grey text, nor the bold line)."""
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    count = 0
-    for r, g, b in image.getdata():
-        if b > 200 and r < 235 and b - r > 25 and not (abs(r - BLUE[0]) < 40 and abs(g - BLUE[1]) < 40):
-            count += 1
-    return count
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int32).reshape(-1, 3)
+    r, g, b = pixels[:, 0], pixels[:, 1], pixels[:, 2]
+    bold = (abs(r - BLUE[0]) < 40) & (abs(g - BLUE[1]) < 40)
+    return int(((b > 200) & (r < 235) & (b - r > 25) & ~bold).sum())
 
 
 def test_raw_losses_of_a_short_run_are_drawn_and_in_range() -> None:
