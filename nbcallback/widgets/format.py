@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from typing import Any
 
 from nbcallback.widgets.state import View
@@ -135,15 +136,22 @@ def table(view: View, words: Words = ENGLISH) -> tuple[list[str], list[list[str]
     return header, rows
 
 
+def columns(text: str) -> int:
+    """The terminal columns ``text`` takes: two for each wide character (Chinese), one for the others."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
 def text_table(view: View, words: Words = ENGLISH) -> list[str]:
-    """The metrics table as right-aligned plain-text lines, the header first."""
+    """The metrics table as right-aligned plain-text lines, the header first (aligned in terminal columns, so a
+    Chinese header lines up with its numbers)."""
     header, rows = table(view, words)
     full = [row for row in rows if len(row) == len(header)]  # not the "rows omitted" line
-    widths = [max(len(text) for text in column) for column in zip(header, *full)]
+    widths = [max(columns(text) for text in column) for column in zip(header, *full)]
     lines = []
     for row in [header] + rows:
         aligned = len(row) == len(header)
-        lines.append("  ".join(text.rjust(width) for text, width in zip(row, widths)) if aligned else row[0])
+        cells = (" " * (width - columns(text)) + text for text, width in zip(row, widths))
+        lines.append("  ".join(cells) if aligned else row[0])
     return lines
 
 

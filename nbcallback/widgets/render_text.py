@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import shutil
 import sys
-import unicodedata
 from typing import Any, TextIO
 
 from nbcallback.widgets.env import is_tty
-from nbcallback.widgets.format import duration, metric, number, progress_parts, run_summary, shown_loss, text_table
+from nbcallback.widgets.format import columns, duration, metric, number, progress_parts, run_summary, shown_loss, text_table
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
 
@@ -100,18 +99,13 @@ def _bar(done: float, total: float, width: int, unicode: bool) -> str:
     return ("█" * full + (" ▏▎▍▌▋▊▉"[rest] if full < width and rest else "")).ljust(width)
 
 
-def _columns(char: str) -> int:
-    """Terminal columns of one character: two for wide (CJK) ones."""
-    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
-
-
-def _fit(text: str, columns: int | None) -> tuple[str, int]:
-    """``text`` cut to at most ``columns`` terminal columns (None: not cut), and its width."""
+def _fit(text: str, limit: int | None) -> tuple[str, int]:
+    """``text`` cut to at most ``limit`` terminal columns (None: not cut), and its width in columns."""
     width = 0
     for index, char in enumerate(text):
-        if columns is not None and width + _columns(char) > columns:
+        if limit is not None and width + columns(char) > limit:
             return text[:index], width
-        width += _columns(char)
+        width += columns(char)
     return text, width
 
 

@@ -217,6 +217,30 @@ def test_text_table_of_an_evaluation_without_metrics_is_aligned() -> None:
     assert "colspan" not in html and "01:05" in html
 
 
+def test_a_chinese_text_table_lines_up_in_terminal_columns() -> None:
+    """A Chinese header word takes two terminal columns a character: the numbers below it end where it ends."""
+    import unicodedata
+
+    from nbcallback.widgets.format import text_table
+    from nbcallback.widgets.words import Words
+
+    def columns(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+    clock = FakeClock()
+    state = TrainingState()
+    state.start(clock(), epochs=2, steps_per_epoch=100)
+    clock.advance(61)
+    state.add_eval_row(clock(), {"accuracy": 0.7703, "eval_loss": 1.054}, epoch=1, step=100)
+    lines = text_table(state.view(clock(), live_rows=None), Words("zh_CN"))
+    assert "轮次" in lines[0] and "用时" in lines[0]
+    assert len({columns(line) for line in lines}) == 1, lines  # header and row are equally wide
+    header, row = lines
+    # each column's right edge (where a cell ends) is the same in the header and the row
+    edges = [columns(header[: header.index(word) + len(word)]) for word in header.split()]
+    assert edges == [columns(row[: row.index(cell) + len(cell)]) for cell in row.split()], lines
+
+
 # ---------------------------------------------------------------------- the static snapshot
 
 
