@@ -3,14 +3,15 @@
 Run it with torchrun (one process per GPU, or per CPU slot with gloo)::
 
     torchrun --nproc_per_node=2 examples/ddp_mnist.py
-    torchrun --nproc_per_node=2 examples/ddp_mnist.py --epochs 1 --data-dir /tmp --backend gloo
+    torchrun --nproc_per_node=2 examples/ddp_mnist.py --epochs 1 --backend gloo --checkpoint-dir /tmp/ckpt
 
 or with plain ``python examples/ddp_mnist.py`` for the same run in one process.
 
 Each rank reads its own shard of MNIST (``MnistDataset`` shards itself by rank),
 trains the tutorial's network with ``Model.fit`` and the tutorial's callbacks
 (``LossMonitor``, ``TimeMonitor``, ``ModelCheckpoint``); only rank 0 prints and
-writes checkpoints. ``--batch-size`` is the global batch: each of N ranks takes
+writes checkpoints (under ``~/.cache/nbcallback/runs/ddp_mnist/`` unless
+``--checkpoint-dir`` says otherwise). ``--batch-size`` is the global batch: each of N ranks takes
 ``batch_size / N`` samples per step, so 2 ranks with the default 64 run the same
 optimisation as the single-process tutorial. On CUDA each rank uses
 ``cuda:LOCAL_RANK`` and nccl; on the CPU gloo.
@@ -34,7 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--url", default=None, help="MNIST mirror (a zip in the tutorial's layout); also $NBCALLBACK_MNIST_URL")
     parser.add_argument("--backend", default=None, help="torch.distributed backend: nccl, gloo (default: nccl with CUDA, else gloo)")
-    parser.add_argument("--checkpoint-dir", default="./checkpoint", help="where rank 0's ModelCheckpoint writes (default: ./checkpoint)")
+    parser.add_argument(
+        "--checkpoint-dir", default=None,
+        help="where rank 0's ModelCheckpoint writes (default: ~/.cache/nbcallback/runs/ddp_mnist/checkpoint)",
+    )
     parser.add_argument("--prefix", default="mnist", help="checkpoint file prefix (default: mnist)")
     parser.add_argument("--print-every", type=int, default=300, help="LossMonitor interval in steps (default: 300)")
     parser.add_argument("--num-samples", type=int, default=None, help="cap on the training rows per rank and epoch (quick runs)")
@@ -55,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
 
     from nbcallback.dataset import download_mnist
+    from nbcallback.paths import run_dir
     from nbcallback.train import CheckpointConfig, LossMonitor, Model, ModelCheckpoint, TimeMonitor
     from nbcallback.train.distributed import init_distributed
     from nbcallback.tutorial import Network, datapipe
@@ -85,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
 
     steps = train_dataset.get_dataset_size()
     config = CheckpointConfig(save_checkpoint_steps=steps, keep_checkpoint_max=args.epochs)
-    checkpoint = ModelCheckpoint(prefix=args.prefix, directory=args.checkpoint_dir, config=config)
+    # Never into the checkout: the run's folder in the cache, as python -m nbcallback and the notebooks do.
+    directory = args.checkpoint_dir or run_dir("ddp_mnist", create=False) / "checkpoint"
+    checkpoint = ModelCheckpoint(prefix=args.prefix, directory=str(directory), config=config)
     if rank == 0:
         how = f"DDP over {dist.get_backend()}" if context.is_distributed else "stand-alone"
         print(

@@ -182,6 +182,23 @@ def test_example_prints_once(mnist_root: Path, mnist_mirror: str, tmp_path: Path
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["mnist-1_8.ckpt", "mnist-graph.meta"]
 
 
+def test_example_writes_its_checkpoints_into_the_cache_not_the_checkout(
+    mnist_root: Path, mnist_mirror: str, tmp_path: Path
+) -> None:
+    """Run from the checkout's root as the README shows, without --checkpoint-dir: nothing new in the checkout."""
+    from tests.ddp.support import job_env
+
+    before = sorted(path.name for path in REPO_ROOT.iterdir())
+    args = ["--epochs", "1", "--data-dir", str(mnist_root.parent), "--url", mnist_mirror, "--num-samples", "128",
+            "--print-every", "0"]
+    proc = run_job(EXAMPLE, args, nproc=0, env=job_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    folder = tmp_path / "cache" / "nbcallback" / "runs" / "ddp_mnist" / "checkpoint"
+    assert sorted(p.name for p in folder.iterdir()) == ["mnist-1_2.ckpt", "mnist-graph.meta"]  # 128 rows / 64
+    assert f"Checkpoints in {folder}:" in proc.stdout
+    assert sorted(path.name for path in REPO_ROOT.iterdir()) == before
+
+
 def _final_accuracy(stdout: str) -> float:
     found = re.findall(r"^Final accuracy: ([0-9.]+)", stdout, re.M)
     assert len(found) == 1, stdout[-3000:]
