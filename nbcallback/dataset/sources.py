@@ -774,8 +774,8 @@ class GeneratorDataset(SourceDataset):
         if len(row) != len(self._schema.names):
             raise RuntimeError(
                 f"GeneratorDataset: the source produced a row of {len(row)} column(s) but column_names names "
-                f"{len(self._schema.names)}: {self._schema.names}. A tuple/list row gives one column per item; return a "
-                f"tuple with one value per column."
+                f"{len(self._schema.names)}: {self._schema.names}. A tuple/list row gives one column per item; "
+                f"return a tuple with one value per column."
             )
         return row
 
