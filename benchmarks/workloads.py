@@ -502,12 +502,7 @@ def _timed_eval_passes(args: argparse.Namespace, make_evaluate: Callable[..., Ca
     evaluate = make_evaluate(network, loss_fn, optimizer)
     times, results = [], {}
     for _ in range(_eval_repeats(args)):
-        network.train()
-        for xb, yb in train:
-            loss = loss_fn(network(xb), yb)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+        bare_epochs(network, loss_fn, optimizer, train, 1)
         started = time.perf_counter()
         results = evaluate(batches)
         times.append(time.perf_counter() - started)

@@ -13,7 +13,7 @@ from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["duration", "rate", "number", "metric", "shown_loss", "progress_parts", "run_summary", "table",
-           "text_table", "bars", "status_line", "lr_note", "is_numeric_cell", "MARKS"]
+           "text_table", "display_width", "bars", "status_line", "lr_note", "is_numeric_cell", "MARKS"]
 
 #: The mark before a final status.
 MARKS = {"finished": "✔", "stopped": "■", "error": "✖", "interrupted": "✖"}
@@ -107,7 +107,7 @@ def run_summary(view: View, words: Words = ENGLISH) -> str:
     status, elapsed = words.say(view.status_text), duration(view.elapsed)
     if view.kind == "train":
         bits = [words("summary_train", status=status, epochs_done=view.epochs_done, epochs=view.epochs,
-                  steps_done=view.steps_done, total_steps=view.total_steps, elapsed=elapsed)]
+                      steps_done=view.steps_done, total_steps=view.total_steps, elapsed=elapsed)]
         if view.elapsed > 0 and view.steps_done:
             bits.append(rate(view.steps_done / view.elapsed))
     else:
@@ -136,7 +136,7 @@ def table(view: View, words: Words = ENGLISH) -> tuple[list[str], list[list[str]
     return header, rows
 
 
-def columns(text: str) -> int:
+def display_width(text: str) -> int:
     """The terminal columns ``text`` takes: two for each wide character (Chinese), one for the others."""
     return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
@@ -146,11 +146,11 @@ def text_table(view: View, words: Words = ENGLISH) -> list[str]:
     Chinese header lines up with its numbers)."""
     header, rows = table(view, words)
     full = [row for row in rows if len(row) == len(header)]  # not the "rows omitted" line
-    widths = [max(columns(text) for text in column) for column in zip(header, *full)]
+    widths = [max(display_width(text) for text in column) for column in zip(header, *full)]
     lines = []
     for row in [header] + rows:
         aligned = len(row) == len(header)
-        cells = (" " * (width - columns(text)) + text for text, width in zip(row, widths))
+        cells = (" " * (width - display_width(text)) + text for text, width in zip(row, widths))
         lines.append("  ".join(cells) if aligned else row[0])
     return lines
 

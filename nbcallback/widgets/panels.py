@@ -285,6 +285,5 @@ def time_html(time: TimeFacts, words: Words = ENGLISH) -> str:
 
 def time_text(time: TimeFacts, words: Words = ENGLISH) -> str:
     """The bar in one line: ``where the time goes (wall time 12.31 s): train step 71.3 %, loop 20.1 %, ...``."""
-    parts = words("list_separator").join(f"{seg.label} {_percent(seg.share)}"
-                                      for seg in time.segments)
+    parts = words("list_separator").join(f"{seg.label} {_percent(seg.share)}" for seg in time.segments)
     return words("time_text", wall=words("time_wall", time=_seconds(time.wall_s)), parts=parts)

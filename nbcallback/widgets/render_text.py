@@ -9,7 +9,9 @@ import sys
 from typing import Any, TextIO
 
 from nbcallback.widgets.env import is_tty
-from nbcallback.widgets.format import columns, duration, metric, number, progress_parts, run_summary, shown_loss, text_table
+from nbcallback.widgets.format import (
+    display_width, duration, metric, number, progress_parts, run_summary, shown_loss, text_table,
+)
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
 
@@ -103,9 +105,9 @@ def _fit(text: str, limit: int | None) -> tuple[str, int]:
     """``text`` cut to at most ``limit`` terminal columns (None: not cut), and its width in columns."""
     width = 0
     for index, char in enumerate(text):
-        if limit is not None and width + columns(char) > limit:
+        if limit is not None and width + display_width(char) > limit:
             return text[:index], width
-        width += columns(char)
+        width += display_width(char)
     return text, width
 
 
