@@ -148,11 +148,12 @@ class WaitedDSCallback(Callback, DSCallback):
             if threading.current_thread() is (trainer or self._creator):
                 raise RuntimeError(self._never_ends(what, number, timeout, training=trainer is not None))
             if not event.wait(timeout):
+                training = self._trainer is not None
                 raise RuntimeError(
                     f"ds_{what}_begin timed out after {timeout} second(s). The pipeline asked for {what} "
-                    f"{number}, and training did not end the previous {what} meanwhile. "
-                    + self._fix(what, training=self._trainer is not None)
-                    + " If training is only slow, raise the timeout: ds.config.set_callback_timeout(seconds)."
+                    f"{number}, and training did not end the previous {what} meanwhile. " + self._fix(what, training)
+                    + (" If training is only slow, raise the timeout: ds.config.set_callback_timeout(seconds)."
+                       if training else "")
                 )
         event.clear()
 

@@ -220,6 +220,20 @@ def test_a_consumer_thread_that_nothing_releases_times_out_with_mindspores_messa
     assert waited_s >= SHORT_S and events == []
 
 
+def test_a_consumer_thread_waiting_on_a_training_that_ends_no_step_times_out_naming_step_size() -> None:
+    events: list = []
+    waited = Recorder(events)
+    data = ds.NumpySlicesDataset([1, 2, 3, 4], shuffle=False).map(lambda x: x, callbacks=waited)
+    waited.begin(run_context="training")  # training runs in this thread and never ends a step
+    with callback_timeout(SHORT_S):
+        with pytest.raises(RuntimeError) as err:
+            in_thread(lambda: list(data))
+    message = str(err.value)
+    assert message.startswith(f"ds_step_begin timed out after {SHORT_S} second(s). ")
+    assert "Set step_size to the rows of one training step" in message
+    assert "ds.config.set_callback_timeout(seconds)" in message and events == []
+
+
 def test_training_in_the_pipelines_thread_still_needs_no_wait() -> None:
     # The usual case: Model iterates the pipeline in its own thread; with the default 60 s timeout the run
     # finishes as fast as without the callback (it never waits), and every step is synchronised.
