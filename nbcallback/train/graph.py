@@ -210,6 +210,13 @@ class GraphStep:
             if self._cuda_graphs:
                 torch.compiler.cudagraph_mark_step_begin()
             loss = self._compiled(*inputs)
+        except torch._dynamo.exc.TorchDynamoException as error:
+            summary = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise RuntimeError(
+                f"Graph mode: torch.compile could not run the captured training step ({type(error).__name__}: "
+                f"{summary}). Train this model eagerly: Model(..., graph_mode=False), or "
+                "set_context(mode=PYNATIVE_MODE) before Model.train."
+            ) from error
         finally:
             for group, lr in zip(groups, saved):
                 group["lr"] = lr
@@ -247,7 +254,12 @@ class GraphMode:
             )
         self.setting = setting
         self.device = device
-        self._step: GraphStep | None = None
+        self._captured: GraphStep | None = None
+
+    @property
+    def captured(self) -> GraphStep | None:
+        """The captured step of this model's last graph-mode run (its ``compile_seconds``), else ``None``."""
+        return self._captured
 
     def wanted(self) -> bool:
         """Whether graph mode is asked for now (the Model's argument, else the context)."""
@@ -269,6 +281,6 @@ class GraphMode:
             warnings.warn(f"Graph mode: this run trains eagerly, because {reason}.", GraphModeWarning, stacklevel=5)
             return network
         assert isinstance(network, TrainOneStepCell)
-        if self._step is None or self._step.cell is not network or self._step.options != options:
-            self._step = GraphStep(network, self.device, options)
-        return self._step
+        if self._captured is None or self._captured.cell is not network or self._captured.options != options:
+            self._captured = GraphStep(network, self.device, options)
+        return self._captured
