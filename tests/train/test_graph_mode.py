@@ -60,10 +60,13 @@ class Record(Callback):
         self.losses: list[float] = []
         self.lr_types: set[type] = set()
         self.graphs: list[int] = []
+        self.outputs: set[tuple[Any, ...]] = set()
 
     def on_train_step_end(self, run_context: Any) -> None:
         cb_params = run_context.original_args()
-        self.losses.append(float(cb_params.net_outputs))
+        loss = cb_params.net_outputs
+        self.outputs.add((type(loss), loss.dim(), loss.requires_grad, loss.device))
+        self.losses.append(float(loss))
         self.lr_types |= {type(group["lr"]) for group in cb_params.optimizer.param_groups}
         self.graphs.append(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
@@ -111,6 +114,8 @@ def test_graph_mode_gives_the_eager_losses_and_weights(runs) -> None:
     for (name, a), (_, b) in zip(eager["model"].predict_network.named_parameters(),
                                  captured["model"].predict_network.named_parameters()):
         assert torch.allclose(a, b, atol=TOLERANCE), name
+    # net_outputs is what eager gives: a detached 0-d tensor, still on the model's device.
+    assert captured["record"].outputs == eager["record"].outputs == {(torch.Tensor, 0, False, eager["model"].device)}
     # The run was really captured: torch.compile produced graphs, and printed the first step's time once.
     assert captured["graphs"] > 0
     assert captured["stdout"].count("Graph mode: the training step was captured and compiled in") == 1
