@@ -306,3 +306,25 @@ def test_set_context_names_what_it_supports() -> None:
     where = make_model().device
     set_context(device_target="Ascend", device_id=1)  # accepted for ported code; Model(device=...) decides
     assert make_model().device == where
+
+
+# ------------------------------------------------------------------ the GPU check's report (benchmarks/cuda.py)
+
+
+def test_the_gpu_benchmark_reports_graph_mode_as_a_speed_against_the_eager_bare_loop() -> None:
+    from benchmarks.cuda import GRAPH_VARIANTS, REFERENCE, TARGETS, report
+
+    assert {REFERENCE[name] for name in GRAPH_VARIANTS} == {"bare"} and TARGETS["nbcallback_graph"] == ("bare", 0.2)
+    seconds = {"median": 1.0, "min": 1.0, "max": 1.0}
+    result = {
+        "meta": {"device": "NVIDIA H200", "torch": "2.x", "cuda": "13", "rounds": 5, "steps_per_epoch": 938,
+                 "compile_seconds": {"nbcallback_graph": 41.5}},
+        "seconds": {"bare": seconds, "nbcallback_graph": seconds},
+        "ratios": {"nbcallback_graph": {"median": 0.125, "min": 0.1, "max": 0.25, "reference": "bare"}},
+        "targets": {"nbcallback_graph": {"reference": "bare", "target": 0.2, "met": True}},
+        "per_step": {},
+    }
+    text = report(result)
+    assert ("graph mode: nbcallback_graph trains at 8.00x the eager bare loop's speed (paired median; 4.00-10.00x), "
+            "first step 41.5 s (compilation) - target >= 5x") in text
+    assert "| nbcallback_graph | 1000 ms [1000-1000] | 0.125 [0.100-0.250] vs bare | <= 0.2 met |" in text
