@@ -137,6 +137,16 @@ class TrainOneStepCell(nn.Module):
             optimizer.step()
         return loss.detach()
 
+    def compute_loss(self, inputs: tuple[Any, ...]) -> torch.Tensor:
+        """The loss of one batch (under autocast where mixed precision is on): what a step differentiates.
+
+        Graph mode (:mod:`nbcallback.train.graph`) captures it with the backward and optimizer step.
+        """
+        if self._autocast is None:
+            return self._loss(inputs)
+        with self._autocast():
+            return self._loss(inputs)
+
     def _loss(self, inputs: tuple[Any, ...]) -> torch.Tensor:
         loss_fn = self.loss_fn
         if loss_fn is None:

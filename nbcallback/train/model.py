@@ -19,6 +19,7 @@ from torch import nn
 from nbcallback.train import distributed
 from nbcallback.train.callback import Callback, CallbackManager, CallbackParams, RunContext, normalize_callbacks
 from nbcallback.train.cells import TrainOneStepCell, WithEvalCell, WithLossCell
+from nbcallback.train.graph import GraphMode
 from nbcallback.train.metrics import Loss, get_metrics
 from nbcallback.train.prefetch import prefetch_to_device
 
@@ -114,6 +115,14 @@ class Model:
             of docs/performance.md). It is meant for large batches, whose copy a busy GPU can hide
             (not measured here). Batches already on the device pass through. An
             nbcallback extension.
+        graph_mode: ``None`` (default) follows ``set_context(mode=...)``: eager
+            (``PYNATIVE_MODE``, the default) or, in ``GRAPH_MODE``, the whole training
+            step (forward, loss, backward, optimizer step) captured once with
+            ``torch.compile`` (CUDA graphs on a GPU) while every callback still runs
+            every step; ``True``/``False`` decide for this model; a dict turns it on
+            with those ``torch.compile`` options (``{"backend": "aot_eager"}``). Where
+            a run cannot be captured it trains eagerly and warns once; see
+            :mod:`nbcallback.train.graph`.
         **kwargs: MindSpore's ``loss_scale_manager``, ``keep_batchnorm_fp32``,
             ``boost_config_dict`` and ``acc_level`` are accepted and have no effect.
 
@@ -147,6 +156,7 @@ class Model:
         device: str | torch.device | None = None,
         compile: bool | Mapping[str, Any] = False,  # noqa: A002 - the name torch users know
         prefetch: bool = False,
+        graph_mode: bool | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         for key in kwargs:
@@ -204,6 +214,7 @@ class Model:
             network.compile(**({} if compile is True else dict(compile)))
 
         self._parallel = distributed.ParallelContext.detect()
+        self._graph = GraphMode(graph_mode, self._device)
         autocast, scaler = _amp(self._amp_level, self._device)
         self._autocast = autocast
         self._train_network = self._build_train_network(autocast, scaler)
@@ -547,6 +558,7 @@ class Model:
         parallel = self._parallel
         stop_vote = parallel.stop_vote()
         stop_after_step = stop_vote.after_step
+        step = self._graph.step(train_network, manager, parallel.is_distributed)  # graph mode or eager, per run
         check_columns = self._loss_fn is not None
         step_begin = manager.runner("on_train_step_begin")  # None: no callback acts on it
         step_end = manager.runner("on_train_step_end")
@@ -588,7 +600,7 @@ class Model:
                 cb_params["train_dataset_element"] = inputs
                 if step_begin is not None:
                     step_begin(run_context)
-                cb_params["net_outputs"] = train_network(*inputs)
+                cb_params["net_outputs"] = step(*inputs)
                 if step_end is not None:
                     step_end(run_context)
                 if stop_after_step(run_context):
