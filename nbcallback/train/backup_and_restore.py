@@ -12,10 +12,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from nbcallback.train._params import is_data_parallel
 from nbcallback.train._validation import check_bool
 from nbcallback.train.callback import Callback, RunContext
 from nbcallback.train.distributed import collective_device
-from nbcallback.train.early_stopping import is_data_parallel
 from nbcallback.train.serialization import (
     load_checkpoint,
     load_param_into_net,
@@ -297,12 +297,7 @@ class BackupAndRestore(Callback):
             "tensors": {k[len(_PREFIX) + len("callback."):]: v for k, v in entries.items() if k.startswith(f"{_PREFIX}callback.")},
         }
         self.resumed_from = point
-        cb_params["resume_from"] = {
-            "epoch": epoch,
-            "step_in_epoch": step,
-            "cur_step_num": global_step,
-            "after_skip": self._after_skip if step else None,
-        }
+        run_context.resume_at(epoch, step, global_step, after_skip=self._after_skip if step else None)
 
     def _check_ranks_agree(self, cb_params: Mapping[str, Any], point: tuple[int, int, int] | None) -> None:
         if not is_data_parallel(cb_params):
