@@ -192,3 +192,18 @@ def test_skipping_a_step_under_float16_loss_scaling_is_refused() -> None:
     x, y = _problem(n_batches=1)[0]
     with pytest.raises(RuntimeError, match="not supported with float16 loss scaling"):
         cell(x, y)
+
+
+# --------------------------------------------------------------------------- cost on an accelerator
+
+
+@pytest.mark.parametrize("device", ["meta"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_clipping_and_accumulation_read_nothing_on_the_host(device) -> None:
+    """The hook adds device operations only (the clipping's kernels), never a host read: no GPU wait per step."""
+    from tests.perf.test_step_ops import model_steps
+
+    plain = model_steps(device, [])
+    clipped = model_steps(device, [GradientClipping(1.0)])
+    accumulated = model_steps(device, [GradientAccumulation(2)])
+    assert {reads for _, reads in plain + clipped + accumulated} == {0}
+    assert all(ops > plain_ops for (ops, _), (plain_ops, _) in zip(clipped, plain))  # it does clip, on the device
