@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-import torch
 from torch import nn
 
 from nbcallback.train._monitor import MonitorCallback
@@ -137,9 +136,10 @@ class BestCheckpoint(MonitorCallback):
         if self.verbose:
             print(f"Epoch {epoch}: {self.monitor} improved to {current}, saved {self.path}", flush=True)
 
-    def _backup_state(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to continue as the uninterrupted one (kept by BackupAndRestore)."""
         return {"best": self.best, "best_epoch": self.best_epoch}
 
-    def _restore_state(self, state: Mapping[str, Any], tensors: Mapping[str, torch.Tensor]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.best = float(state["best"])
         self.best_epoch = int(state["best_epoch"])

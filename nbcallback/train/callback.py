@@ -34,7 +34,7 @@ import contextlib
 import functools
 import sys
 import warnings
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 #: The names of the mechanism itself; ``__all__`` adds the built-in callbacks (see ``__getattr__``).
 _MECHANISM = (
@@ -262,7 +262,9 @@ class Callback:
       :meth:`RunContext.skip_optimizer_step`);
     * :meth:`on_train_exception`: when a training run raises (a breakpoint checkpoint);
     * :meth:`instrument_hooks`: once per run, to wrap the other callbacks' hook
-      methods (``CallbackProfiler`` times them this way).
+      methods (``CallbackProfiler`` times them this way);
+    * :meth:`state_dict` / :meth:`load_state_dict`: what ``BackupAndRestore`` keeps
+      of this callback so that a resumed run continues as the uninterrupted one.
 
     To resume an earlier run, call :meth:`RunContext.resume_at` in ``on_train_begin``.
 
@@ -408,6 +410,22 @@ class Callback:
         The default returns ``dispatch`` unchanged.
         """
         return dispatch
+
+    def state_dict(self) -> dict[str, Any]:
+        """What this callback needs for a resumed run to continue as the uninterrupted one would.
+
+        :class:`~nbcallback.train.BackupAndRestore` keeps it in each backup, for the
+        callbacks that override this method: plain values (numbers, strings, lists,
+        dicts; stored as JSON) and tensors at the top level of the dict (stored as
+        tensors). When the resumed run re-enters the backed-up epoch it gives the same
+        dict back to :meth:`load_state_dict` of the callback at the same position of
+        the list, if it has the same class. The default keeps nothing. (Lightning's
+        callbacks have the same pair; MindSpore's have none.)
+        """
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Take back what :meth:`state_dict` returned (plain values and tensors in one dict)."""
 
 
 Callback.on_train_backward_end.nb_noop = True  # type: ignore[attr-defined]

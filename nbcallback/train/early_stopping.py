@@ -125,20 +125,20 @@ class EarlyStopping(MonitorCallback):
         if self.stopped_epoch > 0 and self.verbose and acts_on_rank(cb_params):
             print("Epoch %05d: early stopping" % self.stopped_epoch)
 
-    # BackupAndRestore keeps this state in its backups, so a resumed run stops where
-    # the uninterrupted one would have.
-    def _backup_state(self) -> dict[str, Any]:
-        return {"wait": self.wait, "best": self.best, "best_epoch": self.best_epoch, "stopped_epoch": self.stopped_epoch}
+    def state_dict(self) -> dict[str, Any]:
+        """The counters and the best weights (as tensors, by their names): a resumed run stops where the
+        uninterrupted one would have (kept by :class:`BackupAndRestore`)."""
+        state: dict[str, Any] = dict(self.best_weights or {})
+        state.update(wait=self.wait, best=self.best, best_epoch=self.best_epoch, stopped_epoch=self.stopped_epoch)
+        return state
 
-    def _backup_tensors(self) -> dict[str, torch.Tensor]:
-        return dict(self.best_weights or {})
-
-    def _restore_state(self, state: Mapping[str, Any], tensors: Mapping[str, torch.Tensor]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.wait = int(state["wait"])
         self.best = float(state["best"])
         self.best_epoch = int(state["best_epoch"])
         self.stopped_epoch = int(state["stopped_epoch"])
-        self.best_weights = {k: v.clone() for k, v in tensors.items()} if tensors else None
+        weights = {k: v.clone() for k, v in state.items() if isinstance(v, torch.Tensor)}
+        self.best_weights = weights or None
 
 
 def _copy_weights(network: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import torch
-
 from nbcallback.train._monitor import MonitorCallback, check_number
 from nbcallback.train._params import optimizer_of, set_group_lr
 from nbcallback.train._validation import check_bool, check_non_negative_int
@@ -115,10 +113,11 @@ class ReduceLROnPlateau(MonitorCallback):
                 self.cooldown_counter = self.cooldown
                 self.wait = 0
 
-    def _backup_state(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to continue as the uninterrupted one (kept by BackupAndRestore)."""
         return {"wait": self.wait, "best": self.best, "cooldown_counter": self.cooldown_counter}
 
-    def _restore_state(self, state: Mapping[str, Any], tensors: Mapping[str, torch.Tensor]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.wait = int(state["wait"])
         self.best = float(state["best"])
         self.cooldown_counter = int(state["cooldown_counter"])

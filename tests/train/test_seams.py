@@ -64,11 +64,13 @@ def test_a_new_exported_callback_is_on_the_1x_path_without_an_entry_there() -> N
 def test_the_seams_are_documented_methods_of_callback_and_run_context() -> None:
     for owner, name in [(Callback, "on_train_backward_end"), (Callback, "on_train_exception"),
                         (Callback, "instrument_hooks"), (RunContext, "resume_at"),
-                        (RunContext, "skip_optimizer_step"), (RunContext, "request_stop")]:
+                        (RunContext, "skip_optimizer_step"), (RunContext, "request_stop"),
+                        (Callback, "state_dict")]:
         doc = inspect.getdoc(getattr(owner, name))
         assert doc and len(doc) > 80, f"{owner.__name__}.{name} needs a docstring"
     source = "\n".join(path.read_text() for path in TRAIN_DIR.glob("*.py"))
-    for private_link in ("_save_on_exception", '"resume_from"', "_instrument_dispatch"):
+    for private_link in ("_save_on_exception", '"resume_from"', "_instrument_dispatch", "_backup_state",
+                         "_restore_state", "_backup_tensors"):
         assert private_link not in source
 
 
