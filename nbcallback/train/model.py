@@ -336,8 +336,9 @@ class Model:
         From the validation's ``on_eval_end`` to the ``on_train_epoch_end`` of a
         validated epoch, ``cb_params.metrics`` holds the metric values and
         ``cb_params.eval_results`` the same plus ``eval_loss`` (as in MindSpore).
-        Only callbacks that are not nbcallback/MindSpore built-ins (plus
-        ``TimeMonitor``) receive the ``on_eval_*`` hooks of the validation runs.
+        Only the callbacks that are not MindSpore's own built-ins (plus
+        ``TimeMonitor``) receive the ``on_eval_*`` hooks of the validation runs
+        (:func:`nbcallback.train.callback.receives_fit_eval_hooks`).
 
         Raises:
             ValueError: as :meth:`train`; ``valid_dataset`` without ``metrics``; a custom
