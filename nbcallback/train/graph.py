@@ -121,6 +121,9 @@ def eager_reason(
                 "use amp_level='O2' (bfloat16), which graph mode captures")
     if distributed:
         return "DDP runs are not captured here: their gradient all-reduce runs inside backward"
+    if network.backward_end is not None:
+        return ("a callback acts inside the training step (on_train_backward_end: gradient clipping, accumulation), "
+                "between backward and the optimizer step, where a captured step cannot call it")
     if manager is not None:
         inside = sorted(hook for hook in TRAIN_HOOKS if hook not in _OUTSIDE_STEP_HOOKS and manager.runner(hook))
         if inside:

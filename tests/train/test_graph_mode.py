@@ -238,6 +238,24 @@ def test_a_hook_inside_the_step_keeps_the_run_eager(monkeypatch) -> None:
     assert "on_train_step_grads" in reason and "between backward and the optimizer step" in reason
 
 
+def test_gradient_clipping_keeps_the_run_eager_and_clips() -> None:
+    """A callback on on_train_backward_end (here GradientClipping) runs between backward and the optimizer step,
+    which a captured step cannot call: graph mode says so once and trains eagerly, with the clipping applied."""
+    from nbcallback.train import GradientClipping
+
+    data = blobs(3, 16)
+    eager, record = make_model(), Record()
+    eager.train(1, data, callbacks=[GradientClipping(0.01), record])
+    graphed, graphed_record = make_model(graph_mode=AOT_EAGER), Record()
+    with pytest.warns(GraphModeWarning, match="on_train_backward_end") as caught:
+        graphed.train(1, data, callbacks=[GradientClipping(0.01), graphed_record])
+    assert len([w for w in caught if issubclass(w.category, GraphModeWarning)]) == 1
+    assert graphed_record.losses == record.losses  # the eager, clipped step itself: identical
+    unclipped = Record()
+    make_model().train(1, data, callbacks=[unclipped])
+    assert unclipped.losses[1:] != record.losses[1:]  # the clipping did act
+
+
 def test_without_torch_compile_the_run_trains_eagerly_with_one_warning(monkeypatch) -> None:
     data = blobs(3, 16)
     eager, record = make_model(), Record()
