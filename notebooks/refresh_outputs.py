@@ -10,7 +10,7 @@ root, on an otherwise idle machine::
 
 The default is every notebook of ``notebooks/`` and ``notebooks/zh_CN/`` except ``5_exercises.ipynb``, which
 ``notebooks/exercises/assign.py`` generates from its masters. The kernels run with one torch thread
-(``OMP_NUM_THREADS=1``, as CI); no cell keeps execution timing metadata (``metadata.execution``), neither a
+(``OMP_NUM_THREADS=1``, as CI; ``--threads N`` for another count); no cell keeps execution timing metadata (``metadata.execution``), neither a
 new one nor one left from an earlier run. Run over the default set, the script refuses to start while the
 machine is busy (a 1-minute load average of 1, or a quarter of the CPUs, or more), since a loaded machine prints
 slower, inconsistent times; with named notebooks (``assign.py`` runs ``5_exercises.ipynb`` so) or
@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*",
                         help="paths relative to notebooks/ (default: every notebook of both languages but 5_exercises)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads in each kernel (default: %(default)s, as the committed outputs were made)")
     parser.add_argument("--allow-busy", action="store_true",
                         help="run even when the machine is loaded (the times then disagree with the other notebooks)")
     args = parser.parse_args(argv)
@@ -129,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"refresh_outputs.py: warning: {message}; regenerate every notebook on an idle machine before "
               "committing.", file=sys.stderr)
-    os.environ["OMP_NUM_THREADS"] = "1"  # one torch thread in every kernel, as CI and the README's sample run
-    os.environ["MKL_NUM_THREADS"] = "1"
+    # One torch thread in every kernel, as CI and the README's sample run (--threads: what assign.py passes on).
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(args.threads)
     with _mirror() as url:
         if url:
             os.environ["NBCALLBACK_MNIST_URL"] = url
