@@ -19,7 +19,7 @@ import torch.distributed as dist
 
 from nbcallback.train._validation import check_bool, check_non_negative_int, loss_value
 from nbcallback.train.callback import Callback, RunContext
-from nbcallback.train.distributed import acts_on_rank, collective_device
+from nbcallback.train.distributed import acts_on_rank, all_reduce, collective_device
 
 __all__ = ["EarlyStopping"]
 
@@ -143,7 +143,7 @@ def _agree(cb_params: Mapping[str, Any], value: float | None) -> float | None:
         return value
     device = collective_device()
     both = torch.tensor([0.0 if value is None else value, 0.0 if value is None else 1.0], dtype=torch.float64, device=device)
-    dist.all_reduce(both)
+    all_reduce(both, what="the monitored value's average over the ranks (EarlyStopping / ReduceLROnPlateau)")
     world = dist.get_world_size()
     if int(both[1].item()) != world:
         return None

@@ -14,7 +14,7 @@ import torch.distributed as dist
 
 from nbcallback.train._validation import check_bool
 from nbcallback.train.callback import Callback, RunContext
-from nbcallback.train.distributed import acts_on_rank, collective_device
+from nbcallback.train.distributed import acts_on_rank, all_reduce, collective_device
 from nbcallback.train.checkpoint import describe_network
 from nbcallback.train.early_stopping import backbone_of, is_data_parallel
 from nbcallback.train.interrupt import SignalStop
@@ -155,7 +155,7 @@ class OnRequestExit(Callback):
             return self.exit
         device = collective_device()
         flag = torch.tensor([1.0 if self.exit else 0.0], device=device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        all_reduce(flag, dist.ReduceOp.MAX, what="OnRequestExit's vote on the exit signal")
         self.exit = bool(flag.item() > 0)
         return self.exit
 
