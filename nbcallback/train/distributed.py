@@ -31,6 +31,7 @@ What a data-parallel ``Model`` does differently:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime
 import json
 import numbers
@@ -181,6 +182,12 @@ def init_distributed(
     try:
         store, rank, world_size = next(dist.rendezvous(url, rank=rank, world_size=world_size, timeout=timeout))
     except (RuntimeError, ValueError) as exc:  # DistStoreError / DistNetworkError: a timeout, a refused connection
+        if "waiting for clients" in str(exc):  # rank 0 hosts the store (outside torchrun)
+            raise DistributedError(
+                f"Rank {rank} of {world_size} hosts the key-value store at {where} and waited {seconds:g} s for the "
+                f"other ranks to connect: {_first_line(exc)} (this one included). Start every rank, with the same "
+                f"WORLD_SIZE, or raise the limit: {_TIMEOUT_HINT}."
+            ) from exc
         raise DistributedError(
             f"Rank {rank} of {world_size} could not reach the other ranks' key-value store at {where} within "
             f"{seconds:g} s: {_first_line(exc)}. Start every rank with the same MASTER_ADDR/MASTER_PORT (torchrun: "
@@ -216,7 +223,7 @@ def _store_address(url: str) -> str:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
+    return (text[0] if text else type(exc).__name__)[:300].rstrip(". ")
 
 
 def _fresh_namespace(store: Any, rank: int, world_size: int, deadline: float, seconds: float, where: str) -> str:
@@ -260,8 +267,27 @@ def _fresh_namespace(store: Any, rank: int, world_size: int, deadline: float, se
             )
         store.set(f"{_HANDSHAKE}/{token}/go", verdict)
         if unlike:
+            # Rank 0 may host the store (plain `python`, not torchrun): let the others read the verdict first.
+            seen = [f"{_HANDSHAKE}/{token}/seen{r}" for r in range(1, world_size)]
+            with contextlib.suppress(RuntimeError):
+                store.wait(seen, datetime.timedelta(seconds=max(0.1, min(10.0, deadline - time.monotonic()))))
             raise DistributedError(verdict)
         return f"{_HANDSHAKE}/{token}/pg"
+    try:
+        return _join_namespace(store, rank, world_size, deadline, seconds, where, me)
+    except DistributedError:
+        raise
+    except RuntimeError as exc:  # DistNetworkError: the store went away (rank 0 hosts it outside torchrun)
+        raise DistributedError(
+            f"Rank {rank} of {world_size} lost the key-value store at {where} while waiting for the other ranks "
+            f"(init_distributed): {_first_line(exc)}. The process that hosts it (rank 0, outside torchrun) has "
+            "ended: see its error."
+        ) from exc
+
+
+def _join_namespace(store: Any, rank: int, world_size: int, deadline: float, seconds: float, where: str, me: str) -> str:
+    """The part of :func:`_fresh_namespace` on a rank other than 0."""
+    token_key = f"{_HANDSHAKE}/token"
     acked: set[str] = set()
     pause = 0.005
     token = ""
@@ -273,6 +299,7 @@ def _fresh_namespace(store: Any, rank: int, world_size: int, deadline: float, se
             if token in acked and confirmed:
                 verdict = store.get(go_key).decode()
                 if verdict != "ok":
+                    store.set(f"{_HANDSHAKE}/{token}/seen{rank}", "1")
                     raise DistributedError(f"Rank {rank} (world size {world_size}): {verdict}")
                 return f"{_HANDSHAKE}/{token}/pg"
             if token not in acked and not confirmed:  # this start's token (or a stale one never confirmed)
@@ -281,7 +308,10 @@ def _fresh_namespace(store: Any, rank: int, world_size: int, deadline: float, se
                 continue
         if time.monotonic() > deadline:
             if not token or token not in acked:
-                waited = "rank 0 to open the group (no rank 0 of this start reached init_distributed)"
+                waited = (
+                    "rank 0 to open the group (rank 0 has not announced this start: it is missing, or still "
+                    "waiting for ranks that never came)"
+                )
             else:
                 missing = [
                     str(r) for r in range(1, world_size) if not store.check([f"{_HANDSHAKE}/{token}/rank{r}"])
@@ -314,10 +344,7 @@ def _waited(what: str, action: Callable[[], _T]) -> _T:
         dist = torch.distributed
         rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else ("?", "?")
         text = str(exc)
-        try:
-            limit = f"{dist.distributed_c10d._get_default_store().timeout.total_seconds():g} s"
-        except (RuntimeError, AttributeError, ValueError):
-            limit = "the process group's timeout"
+        limit = f"{_group_timeout().total_seconds():g} s"
         if "timed out" in text.lower() or "timeout" in text.lower():
             why = f"the other ranks did not join it within {limit}"
         else:
@@ -326,6 +353,14 @@ def _waited(what: str, action: Callable[[], _T]) -> _T:
             f"Rank {rank} of {world} waited for the other ranks in {what}, in vain: {why}. {_PEER_HINT} "
             f"{_TIMEOUT_HINT} (now {limit})."
         ) from exc
+
+
+def _group_timeout() -> datetime.timedelta:
+    """The default process group's timeout (its store's: init_distributed gives both the same)."""
+    try:
+        return torch.distributed.distributed_c10d._get_default_store().timeout
+    except (RuntimeError, AttributeError, ValueError):
+        return datetime.timedelta(seconds=distributed_timeout())
 
 
 def all_reduce(tensor: torch.Tensor, op: Any = None, *, what: str, group: Any = None) -> None:
@@ -353,19 +388,20 @@ _CONTROL_GROUP: dict[int, Any] = {}
 
 
 def _control_group() -> tuple[Any, torch.device]:
-    """The group for the per-step stop flag: the default group, or a CPU (gloo) side group under nccl.
+    """The group for the stop votes: a gloo side group on the host, under gloo and under nccl.
 
-    Under nccl a flag on the GPU would make every step wait for the device
-    (``.item()``); a gloo group exchanges it on the host instead. Created on
-    first use, which every rank reaches at the same point (the first step).
+    A group of their own pairs the votes only with votes: ranks that run
+    different numbers of steps then meet in a vote, which names the
+    difference, instead of one rank's vote meeting another's gradient
+    all-reduce. Under nccl a flag on the GPU would also make every step wait
+    for the device (``.item()``). Created on first use, which every rank
+    reaches at the same point (the first step).
     """
     dist = torch.distributed
-    if dist.get_backend() != "nccl":
-        return None, torch.device("cpu")
     key = id(dist.group.WORLD)
     if key not in _CONTROL_GROUP:
         try:
-            _CONTROL_GROUP[key] = dist.new_group(backend="gloo")
+            _CONTROL_GROUP[key] = dist.new_group(backend="gloo", timeout=_group_timeout())
         except (RuntimeError, ValueError):  # a build without gloo
             _CONTROL_GROUP[key] = False
     group = _CONTROL_GROUP[key]
@@ -565,41 +601,63 @@ class StopVote:
     flags are combined with a small ``all_reduce(MAX)`` on the host (a gloo
     side group under nccl, so the GPU is not synchronised):
 
-    * after a step the vote is *asynchronous*: the flags of step *k* are sent
-      when step *k* ends and read when step *k + 1* ends, by which time they
-      have long arrived, so no step waits for the network. A stop requested in
-      step *k* stops every rank after step *k + 1*;
+    * before each step the vote is sent *asynchronously*, and read when
+      that step ends, by which time it has long arrived (the step's gradient
+      all-reduce has synchronised the ranks), so no step waits for the
+      network. A stop requested in step *k* is sent when step *k + 1* begins
+      and stops every rank after step *k + 1*;
     * after an epoch (the epoch-end hooks, e.g. ``EarlyStopping``, may have
-      asked to stop) the pending vote is read and one blocking vote is taken,
-      so an epoch-end request stops every rank at that epoch's end.
+      asked to stop) one blocking vote is taken, so an epoch-end request
+      stops every rank at that epoch's end.
 
-    Each vote also carries the number of steps this rank has run and whether
-    it is a step's or an epoch's vote, so ranks whose datasets give different
-    numbers of batches fail with a clear error instead of pairing the wrong
-    collectives (and hanging or training on mixed-up gradients).
+    Each vote also carries the number of steps this rank has begun and
+    whether it is a step's or an epoch's vote, in a group of its own: ranks
+    whose datasets give different numbers of batches meet in a vote (the
+    rank with fewer batches ends its epoch while another begins one more
+    step) and fail with an error naming the difference, instead of pairing a
+    vote with a gradient all-reduce or waiting for the timeout.
+
+    A loop that does not call :meth:`before_step` gets the same votes from
+    :meth:`after_step` (sent after step *k*, read after step *k + 1*).
     """
 
     def __init__(self, distributed: bool) -> None:
         self._distributed = distributed
         self._pending: tuple[Any, torch.Tensor, float, float] | None = None
         self._steps = 0
+        self._sent_before = False
+
+    def before_step(self, run_context: Any) -> None:
+        """Called before every step's forward pass: sends this step's vote (asynchronous)."""
+        if not self._distributed:
+            return
+        self._steps += 1
+        self._sent_before = True
+        self._send(run_context)
 
     def after_step(self, run_context: Any) -> bool:
         """Called after every step; True when every rank stops now."""
         if not self._distributed:
             return run_context._stop_requested
+        if self._sent_before:  # the vote this step sent before its forward pass
+            if self._read_pending():
+                run_context.request_stop()
+                return True
+            return False
         self._steps += 1
-        stop = self._read_pending()
-        if stop:
+        if self._read_pending():
             run_context.request_stop()
             return True
+        self._send(run_context)
+        return False
+
+    def _send(self, run_context: Any) -> None:
         group, device = _control_group()
         flag = _vote(run_context, device, self._steps, 0.0)
         work = _waited(_STEP_VOTE, lambda: torch.distributed.all_reduce(
             flag, op=torch.distributed.ReduceOp.MAX, group=group, async_op=True
         ))
         self._pending = (work, flag, float(self._steps), 0.0)
-        return False
 
     def after_epoch(self, run_context: Any) -> bool:
         """Called after every epoch's end hooks; True when every rank stops now."""
@@ -625,7 +683,7 @@ class StopVote:
         return flag[0].item() > 0
 
 
-_STEP_VOTE = "the stop vote after a training step (request_stop on any rank stops all)"
+_STEP_VOTE = "the stop vote of a training step (request_stop on any rank stops all)"
 _EPOCH_VOTE = "the stop vote at an epoch's end (request_stop on any rank stops all)"
 
 
@@ -642,16 +700,14 @@ def _check_in_step(flag: torch.Tensor, steps: float, kind: float) -> None:
     rank = torch.distributed.get_rank()
 
     def place(n: float, k: float) -> str:
-        return f"at the end of an epoch after {n:g} steps" if k else f"after step {n:g}"
+        return f"at the end of an epoch after {n:g} steps" if k else f"at step {n:g}"
 
-    others = []
-    for n in {values[1], -values[2]} - {steps}:
-        others.append(f"step {n:g}")
+    others = [f"step {n:g}" for n in sorted({values[1], -values[2]} - {steps})]
     if values[3] != -values[4]:
-        others.append("the end of an epoch" if kind == 0 else "the middle of an epoch")
+        others.append("the end of an epoch" if kind == 0 else "(within an epoch)")
     raise DistributedError(
         f"The ranks are out of step: this rank (rank {rank}) is {place(steps, kind)} of this run, but another rank "
-        f"is at {' / '.join(others) or 'another point'}. Their training datasets give different numbers of batches "
+        f"is at {' '.join(others) or 'another point'}. Their training datasets give different numbers of batches "
         "per epoch (e.g. each rank reads its own files, or a dataset with num_shards=1, shuffle=False whose rows "
         "differ between ranks). Give every rank the same number of batches: a dataset sharded by rank (the default "
         "under torch.distributed) pads the shards to equal size."
