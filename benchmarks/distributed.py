@@ -13,7 +13,8 @@ Two measurements, each on 127.0.0.1 with gloo and torch's own launcher (``python
 ``overhead [--latency-ms 0,1,5] [--steps 200]``
     What nbcallback adds per training step with 2 ranks: the collectives it issues per step (counted)
     and the time of a step with and without the stop vote, with a latency injected into every
-    collective of nbcallback's (a sleep before the call, as a slow network would add). Writes
+    collective of nbcallback's (a blocking one returns that much later, an asynchronous one completes that
+    much later, as over a slow network). Writes
     ``benchmarks/results/ddp_overhead.json`` and ``.md``.
 """
 from __future__ import annotations
@@ -82,6 +83,8 @@ def weights_equal(a: Path, b: Path) -> bool:
 
 
 def failure_kind(output: str) -> str:
+    if "Timeout (0:04:00)!" in output and "_new_process_group_helper" in output:
+        return "hang in init_process_group (_new_process_group_helper), ended by the worker's 240 s watchdog"
     if "connectFullMesh failed" in output:
         return "Gloo connectFullMesh failed (" + ("Connection refused" if "Connection refused" in output else "other") + ")"
     if "DistributedError" in output:
@@ -173,10 +176,15 @@ def overhead_worker() -> None:
     delay = {"s": 0.0}
 
     def slow_all_reduce(*a: Any, **k: Any) -> Any:
+        """A network ``delay`` away: a blocking call returns that much later, an asynchronous one completes then."""
         calls.append("async" if k.get("async_op") else "blocking")
-        if delay["s"]:
-            time.sleep(delay["s"])
-        return plain_all_reduce(*a, **k)
+        work = plain_all_reduce(*a, **k)
+        if not delay["s"]:
+            return work
+        if k.get("async_op"):
+            return _LateWork(work, time.perf_counter() + delay["s"])
+        time.sleep(delay["s"])
+        return work
 
     def run(vote: bool) -> float:
         torch.manual_seed(0)
@@ -211,6 +219,20 @@ def overhead_worker() -> None:
     dist.destroy_process_group()
 
 
+class _LateWork:
+    """An asynchronous collective's handle whose ``wait()`` returns no earlier than ``ready_at``."""
+
+    def __init__(self, work: Any, ready_at: float) -> None:
+        self._work, self._ready_at = work, ready_at
+
+    def wait(self, *args: Any) -> Any:
+        result = self._work.wait(*args)
+        left = self._ready_at - time.perf_counter()
+        if left > 0:
+            time.sleep(left)
+        return result
+
+
 class _NoVote:
     """A ParallelContext whose stop vote is the stand-alone one (no collective)."""
 
@@ -243,8 +265,9 @@ def write_overhead(rows: list[dict[str, Any]], steps: int) -> None:
         "# What distribution adds per step (`python -m benchmarks.distributed overhead`)",
         "",
         f"torch {torch.__version__}, {os.cpu_count()} CPUs, 2 gloo ranks on 127.0.0.1, a 64-64-10 MLP, batch 32, "
-        f"{steps} steps; the best of two runs. The latency is a sleep before each `all_reduce` nbcallback issues "
-        "(DDP's own gradient all-reduce is not delayed).",
+        f"{steps} steps; the best of two runs. The latency is added to each `all_reduce` nbcallback issues (a blocking "
+        "one returns that much later, an asynchronous one completes that much later); DDP's own gradient all-reduce "
+        "is not delayed.",
         "",
         "| injected latency | nbcallback collectives per step | step without the stop vote | step with it | added per step |",
         "|---|---|---|---|---|",

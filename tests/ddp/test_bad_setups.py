@@ -107,3 +107,18 @@ def test_ranks_whose_datasets_have_different_row_counts(tmp_path: Path) -> None:
     assert "different numbers of batches per epoch" in message
     if 1 in found:  # rank 1 reads the same vote, unless torchrun ended it first
         assert found[1]["error"].startswith("The ranks are out of step: this rank (rank 1) is at step 6")
+
+
+def test_the_limit_comes_from_the_argument_the_environment_or_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbcallback.train.distributed import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, distributed_timeout
+
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert distributed_timeout() == DEFAULT_TIMEOUT_S == 300
+    monkeypatch.setenv(TIMEOUT_ENV, "12.5")
+    assert distributed_timeout() == 12.5
+    assert distributed_timeout(7) == 7.0  # the argument wins
+    monkeypatch.setenv(TIMEOUT_ENV, "soon")
+    with pytest.raises(ValueError, match="NBCALLBACK_DIST_TIMEOUT must be a number of seconds, e.g. 300, but got 'soon'"):
+        distributed_timeout()
+    with pytest.raises(ValueError, match="timeout_s must be a positive number of seconds"):
+        distributed_timeout(0)
