@@ -10,7 +10,7 @@ Two measurements, each on 127.0.0.1 with gloo and torch's own launcher (``python
     torch's plain ``init_process_group`` (no fresh store namespace), for comparison.
     Writes ``benchmarks/results/ddp_restart.json`` and ``.md``.
 
-``overhead [--latency-ms 0,1,5] [--steps 200]``
+``overhead [--latency-ms 0,1,5,20] [--steps 300]``
     What nbcallback adds per training step with 2 ranks: the collectives it issues per step (counted)
     and the time of a step with and without the stop vote, with a latency injected into every
     collective of nbcallback's (a blocking one returns that much later, an asynchronous one completes that
@@ -136,9 +136,9 @@ def write_restart(result: dict[str, Any]) -> None:
     lines = [
         "# Kill-and-restart runs (`python -m benchmarks.distributed restart`)",
         "",
-        f"torch {result['torch']}, {result['cpus']} CPUs, gloo on 127.0.0.1, `--rdzv-backend={result['rdzv']}`"
-        if result["rdzv"] == "c10d" else f"torch {result['torch']}, {result['cpus']} CPUs, static rendezvous",
-        f", `--max-restarts=1`; rank 1 SIGKILLs itself at epoch {result['kill']['epoch']}, step "
+        f"torch {result['torch']}, {result['cpus']} CPUs, gloo on 127.0.0.1, "
+        + (f"`--rdzv-backend={result['rdzv']}`" if result["rdzv"] == "c10d" else "static rendezvous")
+        + f", `--max-restarts=1`; rank 1 SIGKILLs itself at epoch {result['kill']['epoch']}, step "
         f"{result['kill']['step']}; `BackupAndRestore` resumes at the start of epoch 2. A run passes when the job "
         "exits 0, both restarted ranks began at epoch 2, step 1 (global step 17) and ended with weights bitwise "
         "equal to an uninterrupted run.",
@@ -147,8 +147,10 @@ def write_restart(result: dict[str, Any]) -> None:
         "|---|---|---|---|",
     ]
     for how, row in result["summary"].items():
-        lines.append(f"| {how} | {row['runs']} | {row['passed']} | {', '.join(row['failures']) or '-'} |")
-    lines += ["", "| # | join | exit | s | resumed at (epoch, step, global) | bitwise equal |", "|---|---|---|---|---|---|"]
+        counts = {f: sum(r.get("failure") == f for r in result["runs"] if r["init"] == how) for f in row["failures"]}
+        failures = ", ".join(f"{n} x {f}" for f, n in counts.items()) or "-"
+        lines.append(f"| {how} | {row['runs']} | {row['passed']} | {failures} |")
+    lines += ["", "Logs of the failed runs: `ddp_restart_failures/run<#-1>.log`.", "", "| # | join | exit | s | resumed at (epoch, step, global) | bitwise equal |", "|---|---|---|---|---|---|"]
     for index, run in enumerate(result["runs"], start=1):
         lines.append(f"| {index} | {run['init']} | {run['exit']} | {run['seconds']} | {run['resumed_at']} | {run['bitwise_equal']} |")
     (RESULTS / "ddp_restart.md").write_text("\n".join(lines) + "\n")
@@ -204,7 +206,7 @@ def overhead_worker() -> None:
         for latency in latencies:
             delay["s"] = latency / 1000
             row: dict[str, Any] = {"latency_ms": latency}
-            for vote in (False, True, False, True):
+            for vote in (False, True) * 5:
                 calls.clear()
                 value = run(vote)
                 key = "with_vote_us" if vote else "without_vote_us"
@@ -265,7 +267,7 @@ def write_overhead(rows: list[dict[str, Any]], steps: int) -> None:
         "# What distribution adds per step (`python -m benchmarks.distributed overhead`)",
         "",
         f"torch {torch.__version__}, {os.cpu_count()} CPUs, 2 gloo ranks on 127.0.0.1, a 64-64-10 MLP, batch 32, "
-        f"{steps} steps; the best of two runs. The latency is added to each `all_reduce` nbcallback issues (a blocking "
+        f"{steps} steps; the best of five runs each, alternated. The latency is added to each `all_reduce` nbcallback issues (a blocking "
         "one returns that much later, an asynchronous one completes that much later); DDP's own gradient all-reduce "
         "is not delayed.",
         "",
@@ -275,7 +277,7 @@ def write_overhead(rows: list[dict[str, Any]], steps: int) -> None:
     for row in rows:
         calls = row["calls_per_step"]
         lines.append(
-            f"| {row['latency_ms']:g} ms | {calls['async']:.2f} async, {calls['blocking']:.2f} blocking | "
+            f"| {row['latency_ms']:g} ms | {calls['async']:.2f} async, {calls['blocking']:.3f} blocking | "
             f"{row['without_vote_us']:.0f} µs | {row['with_vote_us']:.0f} µs | {row['with_vote_us'] - row['without_vote_us']:.0f} µs |"
         )
     (RESULTS / "ddp_overhead.md").write_text("\n".join(lines) + "\n")
@@ -294,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--baseline", type=int, default=0, help="kill-runs with torch's plain init_process_group first")
     one.add_argument("--rdzv", choices=("c10d", "static"), default="c10d")
     two = sub.add_parser("overhead", help="per-step cost with an injected latency")
-    two.add_argument("--latency-ms", default="0,1,5")
-    two.add_argument("--steps", type=int, default=200)
+    two.add_argument("--latency-ms", default="0,1,5,20")
+    two.add_argument("--steps", type=int, default=300)
     args = parser.parse_args(argv)
     if args.what == "restart":
         result = restart(args)

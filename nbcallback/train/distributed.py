@@ -23,6 +23,13 @@ What a data-parallel ``Model`` does differently:
   once at an epoch's end (see :class:`StopVote`).
 * Validation metrics (``Model.eval`` and fit's validation) are computed over
   the samples of all ranks, see :meth:`ParallelContext.reduce_metrics`.
+* No rank waits for the others longer than ``NBCALLBACK_DIST_TIMEOUT`` seconds
+  (default 300, or ``init_distributed(timeout_s=...)``): the set-up and the
+  collectives nbcallback adds raise :class:`DistributedError` naming the rank
+  and what it waited for.
+* A group that torchrun starts again (``--max-restarts``) keeps its keys under
+  a name fresh for that start, so it never reads what a killed rank left in
+  torchrun's store (see :func:`init_distributed`).
 * The built-in callbacks that print or write (LossMonitor, TimeMonitor,
   ModelCheckpoint, SummaryCollector, the widgets…) act on rank 0 only; set
   ``NBCALLBACK_CALLBACK_RANKS=all`` to let them act on every rank
