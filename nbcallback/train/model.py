@@ -547,7 +547,8 @@ class Model:
         parallel = self._parallel
         stop_vote = parallel.stop_vote()
         stop_after_step = stop_vote.after_step
-        vote_before_step = stop_vote.before_step  # sends the step's stop vote (and step count) to the other ranks
+        # Sends the step's stop vote (and step count) to the other ranks; stand-alone nothing to call.
+        vote_before_step = stop_vote.before_step if parallel.is_distributed else None
         check_columns = self._loss_fn is not None
         step_begin = manager.runner("on_train_step_begin")  # None: no callback acts on it
         step_end = manager.runner("on_train_step_end")
@@ -589,7 +590,8 @@ class Model:
                 cb_params["train_dataset_element"] = inputs
                 if step_begin is not None:
                     step_begin(run_context)
-                vote_before_step(run_context)
+                if vote_before_step is not None:
+                    vote_before_step(run_context)
                 cb_params["net_outputs"] = train_network(*inputs)
                 if step_end is not None:
                     step_end(run_context)
