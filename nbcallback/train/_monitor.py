@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 from nbcallback.train._validation import loss_value
 from nbcallback.train.callback import Callback
-from nbcallback.train.distributed import collective_device
+from nbcallback.train.distributed import all_reduce, collective_device
 
 __all__ = [
     "MonitorCallback",
@@ -149,7 +149,7 @@ def _agree(cb_params: Mapping[str, Any], value: float | None) -> float | None:
         return value
     device = collective_device()
     both = torch.tensor([0.0 if value is None else value, 0.0 if value is None else 1.0], dtype=torch.float64, device=device)
-    dist.all_reduce(both)
+    all_reduce(both, what="the monitored value's average over the ranks (EarlyStopping / ReduceLROnPlateau)")
     world = dist.get_world_size()
     if int(both[1].item()) != world:
         return None

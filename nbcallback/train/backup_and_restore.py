@@ -15,7 +15,7 @@ import torch.distributed as dist
 from nbcallback.train._params import is_data_parallel
 from nbcallback.train._validation import check_bool
 from nbcallback.train.callback import Callback, RunContext, overrides
-from nbcallback.train.distributed import collective_device
+from nbcallback.train.distributed import all_reduce, collective_device
 from nbcallback.train.serialization import (
     load_checkpoint,
     load_param_into_net,
@@ -311,8 +311,8 @@ class BackupAndRestore(Callback):
         values = [1.0, *point] if point is not None else [0.0, -1.0, -1.0, -1.0]
         low = torch.tensor(values, dtype=torch.float64, device=device)
         high = low.clone()
-        dist.all_reduce(low, op=dist.ReduceOp.MIN)
-        dist.all_reduce(high, op=dist.ReduceOp.MAX)
+        all_reduce(low, dist.ReduceOp.MIN, what="BackupAndRestore's check that all ranks hold the same backup")
+        all_reduce(high, dist.ReduceOp.MAX, what="BackupAndRestore's check that all ranks hold the same backup")
         if not torch.equal(low, high):
             raise ValueError(
                 f"For 'BackupAndRestore', the processes hold different backups in {self.backup_dir} (some missing or "
@@ -423,5 +423,5 @@ class BackupAndRestore(Callback):
             return flag
         device = collective_device()
         value = torch.tensor([1.0 if flag else 0.0], device=device)
-        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        all_reduce(value, dist.ReduceOp.MAX, what="BackupAndRestore's vote on stopping")
         return bool(value.item() > 0)

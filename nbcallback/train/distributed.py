@@ -23,6 +23,13 @@ What a data-parallel ``Model`` does differently:
   once at an epoch's end (see :class:`StopVote`).
 * Validation metrics (``Model.eval`` and fit's validation) are computed over
   the samples of all ranks, see :meth:`ParallelContext.reduce_metrics`.
+* No rank waits for the others longer than ``NBCALLBACK_DIST_TIMEOUT`` seconds
+  (default 300, or ``init_distributed(timeout_s=...)``): the set-up and the
+  collectives nbcallback adds raise :class:`DistributedError` naming the rank
+  and what it waited for.
+* A group that torchrun starts again (``--max-restarts``) keeps its keys under
+  a name fresh for that start, so it never reads what a killed rank left in
+  torchrun's store (see :func:`init_distributed`).
 * The built-in callbacks that print or write (LossMonitor, TimeMonitor,
   ModelCheckpoint, SummaryCollector, the widgets…) act on rank 0 only; set
   ``NBCALLBACK_CALLBACK_RANKS=all`` to let them act on every rank
@@ -31,12 +38,17 @@ What a data-parallel ``Model`` does differently:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime
+import json
 import numbers
 import os
+import socket
+import time
+import uuid
 import warnings
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 import torch
 from torch import nn
@@ -47,6 +59,10 @@ from nbcallback.train.serialization import load_module_entries, network_entries
 __all__ = [
     "ParallelContext",
     "init_distributed",
+    "DistributedError",
+    "distributed_timeout",
+    "all_reduce",
+    "TIMEOUT_ENV",
     "acts_on_rank",
     "callback_ranks",
     "CALLBACK_RANKS_ENV",
@@ -55,9 +71,43 @@ __all__ = [
 
 #: Environment variable choosing where rank-0 callbacks act: ``zero`` (default) or ``all``.
 CALLBACK_RANKS_ENV = "NBCALLBACK_CALLBACK_RANKS"
+_T = TypeVar("_T")
 
 
 # --------------------------------------------------------------------------- process group set-up
+
+#: Environment variable: seconds a rank waits for the others (set-up and every collective); default 300.
+TIMEOUT_ENV = "NBCALLBACK_DIST_TIMEOUT"
+DEFAULT_TIMEOUT_S = 300.0
+
+
+class DistributedError(RuntimeError):
+    """A rank waited for the others in vain: one never arrived, failed, or runs differently.
+
+    The message names this rank, what it waited for and the time limit
+    (``init_distributed(timeout_s=...)`` or ``NBCALLBACK_DIST_TIMEOUT``).
+    """
+
+
+def distributed_timeout(timeout_s: float | None = None) -> float:
+    """The seconds a rank waits for the others: ``timeout_s``, else ``$NBCALLBACK_DIST_TIMEOUT``, else 300.
+
+    Raises:
+        ValueError: The value is not a positive number (the message names where it came from).
+    """
+    source = "timeout_s"
+    if timeout_s is None:
+        raw = os.environ.get(TIMEOUT_ENV, "").strip()
+        if not raw:
+            return DEFAULT_TIMEOUT_S
+        source = TIMEOUT_ENV
+        try:
+            timeout_s = float(raw)
+        except ValueError:
+            raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds, e.g. 300, but got {raw!r}.") from None
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) or not 0 < float(timeout_s) < float("inf"):
+        raise ValueError(f"{source} must be a positive number of seconds, e.g. 300, but got {timeout_s!r}.")
+    return float(timeout_s)
 
 
 def init_distributed(
@@ -73,13 +123,21 @@ def init_distributed(
     Call it once per process, before creating datasets and the ``Model``.
 
     * Under ``torchrun`` (``WORLD_SIZE`` > 1 in the environment) or with an
-      explicit ``init_method`` it calls ``torch.distributed.init_process_group``.
-      With CUDA available it first selects ``cuda:LOCAL_RANK``, so ``Model``
-      (whose default device is the current CUDA device) trains there, and uses
-      ``nccl``; otherwise ``gloo``.
+      explicit ``init_method`` it creates the process group
+      (``torch.distributed.init_process_group``). With CUDA available it first
+      selects ``cuda:LOCAL_RANK``, so ``Model`` (whose default device is the
+      current CUDA device) trains there, and uses ``nccl``; otherwise ``gloo``.
     * Under plain ``python`` (no ``WORLD_SIZE``) it does nothing: the same
       script runs stand-alone.
     * When a process group is already initialised it is used as it is.
+
+    Every rank first announces itself in the launcher's key-value store and
+    waits (at most ``timeout_s``) until all ranks of *this* start have done
+    so; the group then keeps its keys under a name fresh for this start.
+    torchrun keeps one store for all restarts of a job (``--max-restarts``),
+    and without the fresh name a restarted rank can read the network address
+    a killed rank left there (``Gloo connectFullMesh failed … Connection
+    refused``, or a hang; pytorch/pytorch#135712, #167288).
 
     Args:
         backend: ``'nccl'``, ``'gloo'`` …; ``None`` picks nccl with CUDA, else gloo.
@@ -87,10 +145,16 @@ def init_distributed(
             ``None`` is ``'env://'`` (torchrun's ``MASTER_ADDR``/``MASTER_PORT``).
         world_size, rank: for an explicit ``init_method``; ``None`` reads
             ``WORLD_SIZE`` / ``RANK``.
-        timeout_s: collective timeout in seconds (``None``: torch's default).
+        timeout_s: how long a rank waits for the others, in the set-up and in
+            every collective (gloo raises after it; nccl's watchdog ends the
+            process). ``None``: ``$NBCALLBACK_DIST_TIMEOUT``, else 300 s.
 
     Returns:
         The :class:`ParallelContext` a ``Model`` created now will use.
+
+    Raises:
+        DistributedError: A rank did not arrive within the timeout, or the
+            ranks disagree on the world size; the message names the ranks.
 
     The process group is destroyed when the process exits (``atexit``); call
     ``torch.distributed.destroy_process_group()`` yourself to end it earlier.
@@ -103,6 +167,8 @@ def init_distributed(
     env_world = os.environ.get("WORLD_SIZE")
     if init_method is None and (env_world is None or int(env_world) <= 1) and (world_size or 1) <= 1:
         return ParallelContext()
+    seconds = distributed_timeout(timeout_s)
+    timeout = datetime.timedelta(seconds=seconds)
     if world_size is None:
         world_size = int(env_world or 1)
     if rank is None:
@@ -112,24 +178,210 @@ def init_distributed(
     if backend is None:
         backend = "nccl" if use_cuda and dist.is_nccl_available() else "gloo"
     kwargs: dict[str, Any] = {}
-    if timeout_s is not None:
-        kwargs["timeout"] = datetime.timedelta(seconds=timeout_s)
     if use_cuda:
         device_index = local_rank % torch.cuda.device_count()
         torch.cuda.set_device(device_index)
         if backend == "nccl":
             kwargs["device_id"] = torch.device("cuda", device_index)
-    dist.init_process_group(
-        backend=backend, init_method=init_method or "env://", world_size=world_size, rank=rank, **kwargs
-    )
+    url = init_method or "env://"
+    where = _store_address(url)
+    started = time.monotonic()
+    try:
+        store, rank, world_size = next(dist.rendezvous(url, rank=rank, world_size=world_size, timeout=timeout))
+    except (RuntimeError, ValueError) as exc:  # DistStoreError / DistNetworkError: a timeout, a refused connection
+        if "waiting for clients" in str(exc):  # rank 0 hosts the store (outside torchrun)
+            raise DistributedError(
+                f"Rank {rank} of {world_size} hosts the key-value store at {where} and waited {seconds:g} s for the "
+                f"other ranks to connect: {_first_line(exc)} (this one included). Start every rank, with the same "
+                f"WORLD_SIZE, or raise the limit: {_TIMEOUT_HINT}."
+            ) from exc
+        raise DistributedError(
+            f"Rank {rank} of {world_size} could not reach the other ranks' key-value store at {where} within "
+            f"{seconds:g} s: {_first_line(exc)}. Start every rank with the same MASTER_ADDR/MASTER_PORT (torchrun: "
+            f"the same --rdzv-endpoint) and WORLD_SIZE, or raise the limit: {_TIMEOUT_HINT}."
+        ) from exc
+    namespace = _fresh_namespace(store, rank, world_size, started + seconds, seconds, where)
+    try:
+        dist.init_process_group(
+            backend=backend, store=dist.PrefixStore(namespace, store), world_size=world_size, rank=rank,
+            timeout=timeout, **kwargs,
+        )
+    except RuntimeError as exc:
+        raise DistributedError(
+            f"Rank {rank} of {world_size} could not connect to the other ranks ({backend}, store at {where}) "
+            f"within {seconds:g} s: {_first_line(exc)}. {_PEER_HINT} {_TIMEOUT_HINT}."
+        ) from exc
     atexit.register(_destroy_at_exit)
     return ParallelContext.detect()
+
+
+_TIMEOUT_HINT = f"init_distributed(timeout_s=...) or {TIMEOUT_ENV} sets how long a rank waits"
+_PEER_HINT = (
+    "Another rank has failed (see its own error), is stuck, or runs differently (other data, other steps)."
+)
+_HANDSHAKE = "nbcallback/start"
+
+
+def _store_address(url: str) -> str:
+    if url.startswith("env://"):
+        return f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+    return url
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300].rstrip(". ")
+
+
+def _fresh_namespace(store: Any, rank: int, world_size: int, deadline: float, seconds: float, where: str) -> str:
+    """A store prefix that only the ranks of this start share, once every rank announced itself.
+
+    Rank 0 publishes a new random token; every other rank acknowledges the
+    token it reads, with its world size. Rank 0 confirms once all ranks
+    acknowledged (or reports a world size that differs). A token another
+    rank reads may be stale, left by a rank 0 killed before a restart: if it
+    was confirmed before this rank acknowledged it, or is never confirmed, the
+    rank reads again until rank 0 of this start has written its own. Old
+    processes are gone when torchrun restarts a group, so only the new rank 0
+    can confirm a token after this rank acknowledged it.
+    """
+    token_key = f"{_HANDSHAKE}/token"
+    me = json.dumps({"world_size": world_size, "host": socket.gethostname(), "pid": os.getpid()})
+    if rank == 0:
+        token = uuid.uuid4().hex
+        store.set(token_key, token)
+        acks = [f"{_HANDSHAKE}/{token}/rank{r}" for r in range(1, world_size)]
+        pause = 0.005
+        while acks and not store.check(acks):
+            if time.monotonic() > deadline:
+                missing = [str(r) for r, key in enumerate(acks, start=1) if not store.check([key])]
+                who = f"rank {missing[0]}" if len(missing) == 1 else f"ranks {', '.join(missing)}"
+                raise DistributedError(
+                    f"Rank 0 of {world_size} waited {seconds:g} s for {who} to join (init_distributed, store at "
+                    f"{where}); {len(missing)} of {world_size} ranks never arrived. Start every rank (torchrun: "
+                    f"every node, with the same --nnodes and --nproc-per-node), or raise the limit: {_TIMEOUT_HINT}."
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+        sizes = {r: json.loads(store.get(key))["world_size"] for r, key in enumerate(acks, start=1)}
+        unlike = {r: size for r, size in sizes.items() if size != world_size}
+        verdict = "ok"
+        if unlike:
+            listed = ", ".join(f"rank {r} says {size}" for r, size in sorted(unlike.items()))
+            verdict = (
+                f"The ranks disagree on the world size: rank 0 says {world_size}, {listed}. Start every rank with "
+                f"the same WORLD_SIZE (torchrun: the same --nnodes and --nproc-per-node on every node)."
+            )
+        store.set(f"{_HANDSHAKE}/{token}/go", verdict)
+        if unlike:
+            # Rank 0 may host the store (plain `python`, not torchrun): let the others read the verdict first.
+            seen = [f"{_HANDSHAKE}/{token}/seen{r}" for r in range(1, world_size)]
+            with contextlib.suppress(RuntimeError):
+                store.wait(seen, datetime.timedelta(seconds=max(0.1, min(10.0, deadline - time.monotonic()))))
+            raise DistributedError(verdict)
+        return f"{_HANDSHAKE}/{token}/pg"
+    try:
+        return _join_namespace(store, rank, world_size, deadline, seconds, where, me)
+    except DistributedError:
+        raise
+    except RuntimeError as exc:  # DistNetworkError: the store went away (rank 0 hosts it outside torchrun)
+        raise DistributedError(
+            f"Rank {rank} of {world_size} lost the key-value store at {where} while waiting for the other ranks "
+            f"(init_distributed): {_first_line(exc)}. The process that hosts it (rank 0, outside torchrun) has "
+            "ended: see its error."
+        ) from exc
+
+
+def _join_namespace(store: Any, rank: int, world_size: int, deadline: float, seconds: float, where: str, me: str) -> str:
+    """The part of :func:`_fresh_namespace` on a rank other than 0."""
+    token_key = f"{_HANDSHAKE}/token"
+    acked: set[str] = set()
+    pause = 0.005
+    token = ""
+    while True:
+        token = store.get(token_key).decode() if store.check([token_key]) else ""
+        if token:
+            go_key = f"{_HANDSHAKE}/{token}/go"
+            confirmed = store.check([go_key])
+            if token in acked and confirmed:
+                verdict = store.get(go_key).decode()
+                if verdict != "ok":
+                    store.set(f"{_HANDSHAKE}/{token}/seen{rank}", "1")
+                    raise DistributedError(f"Rank {rank} (world size {world_size}): {verdict}")
+                return f"{_HANDSHAKE}/{token}/pg"
+            if token not in acked and not confirmed:  # this start's token (or a stale one never confirmed)
+                store.set(f"{_HANDSHAKE}/{token}/rank{rank}", me)
+                acked.add(token)
+                continue
+        if time.monotonic() > deadline:
+            if not token or token not in acked:
+                waited = (
+                    "rank 0 to open the group (rank 0 has not announced this start: it is missing, or still "
+                    "waiting for ranks that never came)"
+                )
+            else:
+                missing = [
+                    str(r) for r in range(1, world_size) if not store.check([f"{_HANDSHAKE}/{token}/rank{r}"])
+                ]
+                waited = "rank 0 to confirm that all ranks arrived" + (
+                    f" (rank(s) {', '.join(missing)} never arrived)" if missing else ""
+                )
+            raise DistributedError(
+                f"Rank {rank} of {world_size} waited {seconds:g} s for {waited} (init_distributed, store at "
+                f"{where}). Start every rank (torchrun: every node, with the same --nnodes and --nproc-per-node), "
+                f"or raise the limit: {_TIMEOUT_HINT}."
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 def _destroy_at_exit() -> None:
     dist = torch.distributed
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def _waited(what: str, action: Callable[[], _T]) -> _T:
+    """``action()``, a collective; torch's error when a peer fails or the timeout passes, explained."""
+    try:
+        return action()
+    except DistributedError:
+        raise
+    except RuntimeError as exc:  # DistBackendError: a timeout, a peer that left
+        dist = torch.distributed
+        rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else ("?", "?")
+        text = str(exc)
+        limit = f"{_group_timeout().total_seconds():g} s"
+        if "timed out" in text.lower() or "timeout" in text.lower():
+            why = f"the other ranks did not join it within {limit}"
+        else:
+            why = f"a peer left ({_first_line(exc)})"
+        raise DistributedError(
+            f"Rank {rank} of {world} waited for the other ranks in {what}, in vain: {why}. {_PEER_HINT} "
+            f"{_TIMEOUT_HINT} (now {limit})."
+        ) from exc
+
+
+def _group_timeout() -> datetime.timedelta:
+    """The default process group's timeout (its store's: init_distributed gives both the same)."""
+    try:
+        return torch.distributed.distributed_c10d._get_default_store().timeout
+    except (RuntimeError, AttributeError, ValueError):
+        return datetime.timedelta(seconds=distributed_timeout())
+
+
+def all_reduce(tensor: torch.Tensor, op: Any = None, *, what: str, group: Any = None) -> None:
+    """``torch.distributed.all_reduce`` (in place, blocking) whose failure names this rank and ``what`` it waited for.
+
+    For the collectives callbacks add; bounded by the process group's
+    timeout (:func:`init_distributed`'s ``timeout_s``).
+
+    Raises:
+        DistributedError: Another rank failed, left, or did not join within the timeout.
+    """
+    dist = torch.distributed
+    reduce_op = dist.ReduceOp.SUM if op is None else op
+    _waited(what, lambda: dist.all_reduce(tensor, op=reduce_op, group=group))
 
 
 def collective_device() -> torch.device:
@@ -143,19 +395,20 @@ _CONTROL_GROUP: dict[int, Any] = {}
 
 
 def _control_group() -> tuple[Any, torch.device]:
-    """The group for the per-step stop flag: the default group, or a CPU (gloo) side group under nccl.
+    """The group for the stop votes: a gloo side group on the host, under gloo and under nccl.
 
-    Under nccl a flag on the GPU would make every step wait for the device
-    (``.item()``); a gloo group exchanges it on the host instead. Created on
-    first use, which every rank reaches at the same point (the first step).
+    A group of their own pairs the votes only with votes: ranks that run
+    different numbers of steps then meet in a vote, which names the
+    difference, instead of one rank's vote meeting another's gradient
+    all-reduce. Under nccl a flag on the GPU would also make every step wait
+    for the device (``.item()``). Created on first use, which every rank
+    reaches at the same point (the first step).
     """
     dist = torch.distributed
-    if dist.get_backend() != "nccl":
-        return None, torch.device("cpu")
     key = id(dist.group.WORLD)
     if key not in _CONTROL_GROUP:
         try:
-            _CONTROL_GROUP[key] = dist.new_group(backend="gloo")
+            _CONTROL_GROUP[key] = dist.new_group(backend="gloo", timeout=_group_timeout())
         except (RuntimeError, ValueError):  # a build without gloo
             _CONTROL_GROUP[key] = False
     group = _CONTROL_GROUP[key]
@@ -273,7 +526,11 @@ class ParallelContext:
         if not self.is_distributed:
             return network
         device_ids = [device.index] if device.type == "cuda" and device.index is not None else None
-        return DistributedDataParallel(network, device_ids=device_ids)
+        return _waited(
+            "creating the Model (DistributedDataParallel sends rank 0's weights to every rank: build the Model on "
+            "every rank)",
+            lambda: DistributedDataParallel(network, device_ids=device_ids),
+        )
 
     def set_epoch(self, dataset: Any, epoch_index: int) -> None:
         """Tell a sharded dataset which epoch starts, so every rank shuffles alike.
@@ -348,35 +605,66 @@ class StopVote:
     """Whether the training loop stops now, the same answer on every rank.
 
     Stand-alone it is the run context's own flag. With several ranks the
-    flags are combined with a 1-element ``all_reduce(MAX)`` on the host (a gloo
+    flags are combined with a small ``all_reduce(MAX)`` on the host (a gloo
     side group under nccl, so the GPU is not synchronised):
 
-    * after a step the vote is *asynchronous*: the flags of step *k* are sent
-      when step *k* ends and read when step *k + 1* ends, by which time they
-      have long arrived, so no step waits for the network. A stop requested in
-      step *k* stops every rank after step *k + 1*;
+    * before each step the vote is sent *asynchronously*, and read when
+      that step ends, by which time it has long arrived (the step's gradient
+      all-reduce has synchronised the ranks), so no step waits for the
+      network. A stop requested in step *k* is sent when step *k + 1* begins
+      and stops every rank after step *k + 1*;
     * after an epoch (the epoch-end hooks, e.g. ``EarlyStopping``, may have
-      asked to stop) the pending vote is read and one blocking vote is taken,
-      so an epoch-end request stops every rank at that epoch's end.
+      asked to stop) one blocking vote is taken, so an epoch-end request
+      stops every rank at that epoch's end.
+
+    Each vote also carries the number of steps this rank has begun and
+    whether it is a step's or an epoch's vote, in a group of its own: ranks
+    whose datasets give different numbers of batches meet in a vote (the
+    rank with fewer batches ends its epoch while another begins one more
+    step) and fail with an error naming the difference, instead of pairing a
+    vote with a gradient all-reduce or waiting for the timeout.
+
+    A loop that does not call :meth:`before_step` gets the same votes from
+    :meth:`after_step` (sent after step *k*, read after step *k + 1*).
     """
 
     def __init__(self, distributed: bool) -> None:
         self._distributed = distributed
-        self._pending: tuple[Any, torch.Tensor] | None = None
+        self._pending: tuple[Any, torch.Tensor, float, float] | None = None
+        self._steps = 0
+        self._sent_before = False
+
+    def before_step(self, run_context: Any) -> None:
+        """Called before every step's forward pass: sends this step's vote (asynchronous)."""
+        if not self._distributed:
+            return
+        self._steps += 1
+        self._sent_before = True
+        self._send(run_context)
 
     def after_step(self, run_context: Any) -> bool:
         """Called after every step; True when every rank stops now."""
         if not self._distributed:
             return run_context._stop_requested
-        stop = self._read_pending()
-        if stop:
+        if self._sent_before:  # the vote this step sent before its forward pass
+            if self._read_pending():
+                run_context.request_stop()
+                return True
+            return False
+        self._steps += 1
+        if self._read_pending():
             run_context.request_stop()
             return True
-        group, device = _control_group()
-        flag = _flag(run_context, device)
-        work = torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX, group=group, async_op=True)
-        self._pending = (work, flag)
+        self._send(run_context)
         return False
+
+    def _send(self, run_context: Any) -> None:
+        group, device = _control_group()
+        flag = _vote(run_context, device, self._steps, 0.0)
+        work = _waited(_STEP_VOTE, lambda: torch.distributed.all_reduce(
+            flag, op=torch.distributed.ReduceOp.MAX, group=group, async_op=True
+        ))
+        self._pending = (work, flag, float(self._steps), 0.0)
 
     def after_epoch(self, run_context: Any) -> bool:
         """Called after every epoch's end hooks; True when every rank stops now."""
@@ -384,9 +672,10 @@ class StopVote:
             return run_context._stop_requested
         stop = self._read_pending()
         group, device = _control_group()
-        flag = _flag(run_context, device)
-        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX, group=group)
-        if stop or flag.item() > 0:
+        flag = _vote(run_context, device, self._steps, 1.0)
+        _waited(_EPOCH_VOTE, lambda: torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX, group=group))
+        _check_in_step(flag, float(self._steps), 1.0)
+        if stop or flag[0].item() > 0:
             run_context.request_stop()
             return True
         return False
@@ -394,17 +683,48 @@ class StopVote:
     def _read_pending(self) -> bool:
         if self._pending is None:
             return False
-        work, flag = self._pending
+        work, flag, steps, kind = self._pending
         self._pending = None
-        work.wait()
-        return flag.item() > 0
+        _waited(_STEP_VOTE, work.wait)
+        _check_in_step(flag, steps, kind)
+        return flag[0].item() > 0
 
 
-def _flag(run_context: Any, device: torch.device) -> torch.Tensor:
-    return torch.tensor([1.0 if run_context.get_stop_requested() else 0.0], device=device)
+_STEP_VOTE = "the stop vote of a training step (request_stop on any rank stops all)"
+_EPOCH_VOTE = "the stop vote at an epoch's end (request_stop on any rank stops all)"
+
+
+def _vote(run_context: Any, device: torch.device, steps: int, kind: float) -> torch.Tensor:
+    """``[stop, steps, -steps, kind, -kind]``: after MAX over the ranks, the flag and both ends of each range."""
+    stop = 1.0 if run_context.get_stop_requested() else 0.0
+    return torch.tensor([stop, float(steps), -float(steps), kind, -kind], dtype=torch.float64, device=device)
+
+
+def _check_in_step(flag: torch.Tensor, steps: float, kind: float) -> None:
+    values = flag.tolist()
+    if values[1] == -values[2] == steps and values[3] == -values[4] == kind:
+        return
+    rank = torch.distributed.get_rank()
+
+    def place(n: float, k: float) -> str:
+        return f"at the end of an epoch after {n:g} steps" if k else f"at step {n:g}"
+
+    others = [f"step {n:g}" for n in sorted({values[1], -values[2]} - {steps})]
+    if values[3] != -values[4]:
+        others.append("the end of an epoch" if kind == 0 else "(within an epoch)")
+    raise DistributedError(
+        f"The ranks are out of step: this rank (rank {rank}) is {place(steps, kind)} of this run, but another rank "
+        f"is at {' '.join(others) or 'another point'}. Their training datasets give different numbers of batches "
+        "per epoch (e.g. each rank reads its own files, or a dataset with num_shards=1, shuffle=False whose rows "
+        "differ between ranks). Give every rank the same number of batches: a dataset sharded by rank (the default "
+        "under torch.distributed) pads the shards to equal size."
+    )
 
 
 # --------------------------------------------------------------------------- metric reduction
+
+
+_METRICS = "the reduction of the validation metrics over the ranks (Model.eval / fit's validation)"
 
 
 def _sum_fields(metric: Any) -> tuple[str, ...]:
@@ -440,7 +760,7 @@ def _all_reduce_sums(metrics: list[Any]) -> None:
     local = [getattr(metric, field) for metric, field in slots]
     lengths = torch.tensor([_length(v) for v in local], dtype=torch.int64, device=device)
     longest = lengths.clone()
-    dist.all_reduce(longest, op=dist.ReduceOp.MAX)
+    all_reduce(longest, dist.ReduceOp.MAX, what=_METRICS)
     longest_list = longest.tolist()
     for (metric, field), own, size in zip(slots, lengths.tolist(), longest_list):
         if own not in (0, size):
@@ -457,7 +777,7 @@ def _all_reduce_sums(metrics: list[Any]) -> None:
         else:
             parts.append(torch.tensor([float(value)], dtype=torch.float64, device=device))
     flat = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64, device=device)
-    dist.all_reduce(flat)
+    all_reduce(flat, what=_METRICS)
     flat = flat.cpu()
     offset = 0
     for (metric, field), value, size in zip(slots, local, longest_list):
@@ -494,8 +814,8 @@ def _mean_over_ranks(name: str, value: Any) -> Any:
     # Every rank first tells whether it can average (and how many numbers), so all take the same path.
     header = torch.tensor([0.0 if numeric is None else 1.0, 0.0 if numeric is None else float(numeric.numel())], device=device)
     low, high = header.clone(), header.clone()
-    dist.all_reduce(low, op=dist.ReduceOp.MIN)
-    dist.all_reduce(high, op=dist.ReduceOp.MAX)
+    all_reduce(low, dist.ReduceOp.MIN, what=_METRICS)
+    all_reduce(high, dist.ReduceOp.MAX, what=_METRICS)
     if numeric is None or low[0].item() == 0 or low[1].item() != high[1].item():
         if name not in _WARNED:
             _WARNED.add(name)
@@ -507,7 +827,7 @@ def _mean_over_ranks(name: str, value: Any) -> Any:
             )
         return value
     total = numeric.to(device)
-    dist.all_reduce(total)
+    all_reduce(total, what=_METRICS)
     mean = (total / dist.get_world_size()).cpu()
     if isinstance(value, torch.Tensor):
         return mean.to(value.dtype if value.is_floating_point() else torch.float64).reshape(value.shape)

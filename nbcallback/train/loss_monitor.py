@@ -8,7 +8,7 @@ import torch.distributed as dist
 
 from nbcallback.train._validation import check_non_negative_int, loss_value, step_in_epoch
 from nbcallback.train.callback import BuiltinCallback, RunContext
-from nbcallback.train.distributed import acts_on_rank, collective_device
+from nbcallback.train.distributed import acts_on_rank, all_reduce, collective_device
 
 __all__ = ["LossMonitor"]
 
@@ -144,5 +144,5 @@ def _global_mean(cb_params: dict, loss: object) -> object:
     if cb_params.get("parallel_mode") != "data_parallel" or not isinstance(loss, float):
         return loss
     value = torch.tensor([loss], dtype=torch.float64, device=collective_device())
-    dist.all_reduce(value)
+    all_reduce(value, what="LossMonitor's loss average over the ranks")
     return float(value.item() / dist.get_world_size())

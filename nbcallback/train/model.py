@@ -559,6 +559,8 @@ class Model:
             _attach_backward_end(train_network, backward_end)
         # Graph mode or eager, once per run (eager where a callback acts between backward and the optimizer step).
         step = self._graph.step(train_network, manager, parallel.is_distributed)
+        # Sends the step's stop vote (and step count) to the other ranks; stand-alone nothing to call.
+        vote_before_step = stop_vote.before_step if parallel.is_distributed else None
         check_columns = self._loss_fn is not None
         step_begin = manager.runner("on_train_step_begin")  # None: no callback acts on it
         step_end = manager.runner("on_train_step_end")
@@ -600,6 +602,8 @@ class Model:
                 cb_params["train_dataset_element"] = inputs
                 if step_begin is not None:
                     step_begin(run_context)
+                if vote_before_step is not None:
+                    vote_before_step(run_context)
                 cb_params["net_outputs"] = step(*inputs)
                 if step_end is not None:
                     step_end(run_context)

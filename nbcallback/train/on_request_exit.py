@@ -15,7 +15,7 @@ import torch.distributed as dist
 from nbcallback.train._params import backbone_of, is_data_parallel
 from nbcallback.train._validation import check_bool
 from nbcallback.train.callback import Callback, RunContext
-from nbcallback.train.distributed import acts_on_rank, collective_device
+from nbcallback.train.distributed import acts_on_rank, all_reduce, collective_device
 from nbcallback.train.interrupt import SignalStop
 from nbcallback.train.serialization import atomic_write, describe_network, load_checkpoint, save_checkpoint
 
@@ -154,7 +154,7 @@ class OnRequestExit(Callback):
             return self.exit
         device = collective_device()
         flag = torch.tensor([1.0 if self.exit else 0.0], device=device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        all_reduce(flag, dist.ReduceOp.MAX, what="OnRequestExit's vote on the exit signal")
         self.exit = bool(flag.item() > 0)
         return self.exit
 

@@ -7,6 +7,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -99,3 +100,34 @@ def mnist_slice(mnist_data: Path, target: Path, train: int | None, test: int | N
         for name in (images, labels):
             _slice_idx(mnist_data / sub / name, target / sub / name, count)
     return target
+
+
+def torchrun(script: str | Path, args: list[str], *, nproc: int, port: int, nnodes: int = 1,
+             max_restarts: int = 0) -> list[str]:
+    """A ``torch.distributed.run`` agent with the c10d rendezvous on ``127.0.0.1:port`` (what docs/distributed.md shows)."""
+    return [
+        PYTHON, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}",
+        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=nbcallback-test",
+        f"--max-restarts={max_restarts}", "--monitor-interval=0.5", str(script), *args,
+    ]
+
+
+def run_agents(commands: list[list[str]], envs: list[dict[str, str]], timeout: float = 170) -> list[subprocess.CompletedProcess]:
+    """Start every agent (each in a session of its own), wait for all; stop what is left in ``finally``."""
+    procs = [
+        subprocess.Popen(command, cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+        for command, env in zip(commands, envs)
+    ]
+    results = []
+    deadline = time.monotonic() + timeout
+    try:
+        for command, proc in zip(commands, procs):
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            results.append(subprocess.CompletedProcess(command, proc.returncode, out, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    return results
