@@ -64,8 +64,29 @@ QUICK_FOLDERS: tuple[str, ...] = ("train", "dataset", "callbacks", "widgets", "m
 #: ... without the tests that train on full MNIST for minutes, drive a browser, replay a classroom, start torchrun
 #: jobs, inject faults or run ``python -m nbcallback`` in subprocesses (their markers) ...
 NOT_QUICK: tuple[str, ...] = ("slow", "browser", "binder", "ddp", "reliability", "cli")
-#: ... nor these modules, which start notebook kernels or run the tutorial on full MNIST (a minute or more each).
-NOT_QUICK_MODULES: tuple[str, ...] = ()
+#: ... nor these modules and tests (under tests/): the MindSpore tutorials' and nbcallback's tutorial run on full
+#: MNIST, notebook kernels, fresh interpreters (import checks, scripts, kills) and the benchmark scripts, each tens
+#: of seconds to minutes. The full suite runs them.
+NOT_QUICK_TESTS: tuple[str, ...] = (
+    "train/test_tutorial.py",
+    "train/test_callback_mechanism.py::test_no_import_cycle_whatever_module_comes_first",
+    "train/test_serialization.py::test_interpreter_exit_waits_for_queued_async_saves",
+    "dataset/test_ds_callbacks.py::test_the_dataset_package_imports_train_only_for_waited_ds_callback",
+    "callbacks/test_backup_and_restore.py::test_sigkill_mid_epoch_then_resume_is_bitwise_identical",
+    "callbacks/test_on_request_exit.py::test_sigterm_to_a_training_process_saves_and_exits_cleanly",
+    "widgets/test_kernel.py",
+    "widgets/test_plot_without_cjk_font.py",
+    "widgets/test_marimo.py::test_export_runs_the_example_and_keeps_the_final_snapshot",
+    "widgets/test_script_and_plot.py::test_plain_script_prints_readable_text",
+    "widgets/test_callbacks.py::test_import_is_light",
+    "mindspore_docs/test_callback_r1_9.py",
+    "mindspore_docs/test_custom_debugging_info_r1_1.py",
+    "mindspore_docs/test_model_r1_9.py",
+    "mindspore_docs/test_quick_start_r1_1.py",
+    "mindspore_docs/test_quick_start_r1_2.py",
+    "perf/test_benchmarks.py",
+    "perf/test_imports.py",
+)
 #: What this process's hooks want printed at the end (a worker sends it to the controller); see below.
 _SUMMARY: dict[str, list[str]] = {}
 
@@ -102,13 +123,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def is_quick(item: pytest.Item) -> bool:
-    """Whether ``item`` belongs to the quick loop (:data:`QUICK_FOLDERS`, :data:`NOT_QUICK`, :data:`NOT_QUICK_MODULES`)."""
+    """Whether ``item`` belongs to the quick loop (:data:`QUICK_FOLDERS`, :data:`NOT_QUICK`, :data:`NOT_QUICK_TESTS`)."""
     try:
         parts = item.path.relative_to(REPO / "tests").parts
     except ValueError:
         return False
-    return (bool(parts) and parts[0] in QUICK_FOLDERS and "/".join(parts) not in NOT_QUICK_MODULES
-            and not any(item.get_closest_marker(name) for name in NOT_QUICK))
+    if not parts or parts[0] not in QUICK_FOLDERS or any(item.get_closest_marker(name) for name in NOT_QUICK):
+        return False
+    test = "/".join(parts) + "::" + item.nodeid.split("::", 1)[1] if "::" in item.nodeid else "/".join(parts)
+    return not any(test == name or test.startswith((name + "::", name + "[")) for name in NOT_QUICK_TESTS)
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")

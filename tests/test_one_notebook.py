@@ -40,7 +40,9 @@ def pytest_collection_modifyitems(items):
 
 
 def _pytest(args: list[str], plugins: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # A fresh pytest, not this one's worker (xdist's variables left out).
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT"))}
+    env["OMP_NUM_THREADS"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(plugins), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=900)
