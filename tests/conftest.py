@@ -20,7 +20,8 @@
   deselected; without it (``-m "not binder"``, ``pytest notebooks``) they run here as usual, and so does a
   notebook named on the command line (``pytest tests notebooks/1_callback_tutorial.ipynb``).
 * ``-m quick``: the quick loop (docs/development.md): the unit tests of every package, without the tests that
-  start processes or kernels, train on full MNIST or drive a browser (:data:`NOT_QUICK`, :data:`QUICK_FOLDERS`).
+  start processes or kernels, train on full MNIST or drive a browser (:data:`QUICK_FOLDERS`, :data:`NOT_QUICK`,
+  :data:`NOT_QUICK_TESTS`).
 """
 from __future__ import annotations
 
@@ -176,7 +177,7 @@ def named_notebooks(config: pytest.Config) -> set[Path]:
     source = getattr(config, "args_source", None)
     if source is not None and source.name == "TESTPATHS":
         return set()
-    named = set()
+    named: set[Path] = set()
     for arg in config.args:
         path = Path(config.invocation_params.dir, str(arg).split("::", 1)[0]).resolve()
         if path.suffix == ".ipynb" and path.is_file():
