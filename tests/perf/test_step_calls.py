@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from dataclasses import dataclass
 import io
 import sys
 from contextlib import redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -40,8 +40,6 @@ from tests.perf.test_step_ops import DeviceOps
 
 PACKAGE = str(Path(nbcallback.__file__).parent)
 STEPS, FIRST, LAST = 12, 4, 10  # steps FIRST+1 .. LAST are traced
-
-
 #: What the calls outside every callback's hooks are charged to: the trainer's loop and its dispatch.
 LOOP = "loop"
 
