@@ -6,6 +6,11 @@ starts and points the kernels at it (and at a temporary data folder) through
 the environment they inherit. ``$XDG_CACHE_HOME`` is a temporary folder too,
 so the checkpoints and summaries the notebooks write (under
 ``nbcallback.paths.run_dir``) never reach the checkout or the user's cache.
+
+``python -m pytest notebooks/1_callback_tutorial.ipynb`` (nbval's way to test
+one notebook) runs that notebook under pyproject.toml's options, pytest-xdist
+included: all its cells go to one worker, in one kernel, in the notebook's
+order (the hooks below), even where a plugin shuffles the tests.
 """
 from __future__ import annotations
 
@@ -41,6 +46,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.suffix == ".ipynb" and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(f"notebook {item.path.parent.name}/{item.path.name}"))
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_cell_order(items: list[pytest.Item]) -> None:
+    """Each notebook's cells one after another, in the notebook's order, whatever reordered the items before.
+
+    A plugin that shuffles tests (pytest-randomly, pytest-random-order) would otherwise run cell 2 before the cell
+    that imports what it uses (``NameError``), and cells of two notebooks taken turn about would each time close
+    one notebook's kernel and start a fresh one. A notebook's cells take the place of its first cell in the list;
+    the other tests keep their order.
+    """
+    cells: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        if hasattr(item, "cell_num"):  # nbval's IPyNbCell
+            cells.setdefault(item.path, []).append(item)
+    if not cells:
+        return
+    ordered: list[pytest.Item] = []
+    for item in items:
+        group = cells.pop(item.path, None) if hasattr(item, "cell_num") else [item]
+        if group:
+            ordered.extend(sorted(group, key=lambda cell: cell.cell_num) if len(group) > 1 else group)
+    items[:] = ordered
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -17,7 +17,11 @@
   everything in one process.
 * The ten notebooks run once: when the Binder replay (which runs every notebook under nbval, the same options,
   through ``binder/start``) is part of the run, the main suite's own nbval items of those notebooks are
-  deselected; without it (``-m "not binder"``, ``pytest notebooks``) they run here as usual.
+  deselected; without it (``-m "not binder"``, ``pytest notebooks``) they run here as usual, and so does a
+  notebook named on the command line (``pytest tests notebooks/1_callback_tutorial.ipynb``).
+* ``-m quick``: the quick loop (docs/development.md): the unit tests of every package, without the tests that
+  start processes or kernels, train on full MNIST or drive a browser (:data:`QUICK_FOLDERS`, :data:`NOT_QUICK`,
+  :data:`NOT_QUICK_TESTS`).
 """
 from __future__ import annotations
 
@@ -54,6 +58,36 @@ FIRST: tuple[str, ...] = ("binder-replay", "colab-replay", "browser")
 HEAVY: tuple[str, ...] = ("ddp", "reliability", "cli")
 #: The Binder replay's test that runs every notebook (tests/binder/test_binder_replay.py).
 NOTEBOOK_REPLAY = "tests/binder/test_binder_replay.py::test_replay_every_notebook_through_binder_start"
+#: The quick loop, ``python -m pytest -m quick`` (docs/development.md): the folders under tests/ of every package
+#: (train, dataset, callbacks, widgets, the ported MindSpore tests and tutorials, the layout and step-call checks) ...
+QUICK_FOLDERS: tuple[str, ...] = ("train", "dataset", "callbacks", "widgets", "mindspore", "mindspore_docs", "perf",
+                                  "test_layout.py")
+#: ... without the tests that train on full MNIST for minutes, drive a browser, replay a classroom, start torchrun
+#: jobs, inject faults or run ``python -m nbcallback`` in subprocesses (their markers) ...
+NOT_QUICK: tuple[str, ...] = ("slow", "browser", "binder", "ddp", "reliability", "cli")
+#: ... nor these modules and tests (under tests/): the MindSpore tutorials' and nbcallback's tutorial run on full
+#: MNIST, notebook kernels, fresh interpreters (import checks, scripts, kills) and the benchmark scripts, each tens
+#: of seconds to minutes. The full suite runs them.
+NOT_QUICK_TESTS: tuple[str, ...] = (
+    "train/test_tutorial.py",
+    "train/test_callback_mechanism.py::test_no_import_cycle_whatever_module_comes_first",
+    "train/test_serialization.py::test_interpreter_exit_waits_for_queued_async_saves",
+    "dataset/test_ds_callbacks.py::test_the_dataset_package_imports_train_only_for_waited_ds_callback",
+    "callbacks/test_backup_and_restore.py::test_sigkill_mid_epoch_then_resume_is_bitwise_identical",
+    "callbacks/test_on_request_exit.py::test_sigterm_to_a_training_process_saves_and_exits_cleanly",
+    "widgets/test_kernel.py",
+    "widgets/test_plot_without_cjk_font.py",
+    "widgets/test_marimo.py::test_export_runs_the_example_and_keeps_the_final_snapshot",
+    "widgets/test_script_and_plot.py::test_plain_script_prints_readable_text",
+    "widgets/test_callbacks.py::test_import_is_light",
+    "mindspore_docs/test_callback_r1_9.py",
+    "mindspore_docs/test_custom_debugging_info_r1_1.py",
+    "mindspore_docs/test_model_r1_9.py",
+    "mindspore_docs/test_quick_start_r1_1.py",
+    "mindspore_docs/test_quick_start_r1_2.py",
+    "perf/test_benchmarks.py",
+    "perf/test_imports.py",
+)
 #: What this process's hooks want printed at the end (a worker sends it to the controller); see below.
 _SUMMARY: dict[str, list[str]] = {}
 
@@ -89,6 +123,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def is_quick(item: pytest.Item) -> bool:
+    """Whether ``item`` belongs to the quick loop (:data:`QUICK_FOLDERS`, :data:`NOT_QUICK`, :data:`NOT_QUICK_TESTS`)."""
+    try:
+        parts = item.path.relative_to(REPO / "tests").parts
+    except ValueError:
+        return False
+    if not parts or parts[0] not in QUICK_FOLDERS or any(item.get_closest_marker(name) for name in NOT_QUICK):
+        return False
+    test = "/".join(parts) + "::" + item.nodeid.split("::", 1)[1] if "::" in item.nodeid else "/".join(parts)
+    return not any(test == name or test.startswith((name + "::", name + "[")) for name in NOT_QUICK_TESTS)
+
+
+@pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_quick(items: list[pytest.Item]) -> None:
+    """Mark the quick loop's tests ``quick`` before ``-m`` selects."""
+    for item in items:
+        if is_quick(item):
+            item.add_marker(pytest.mark.quick)
+
+
 @pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")
 def pytest_collection_modifyitems_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test gets an xdist group (before xdist reads them): its build's (:data:`GROUPS`) or its module's;
@@ -117,15 +171,30 @@ def pytest_collection_modifyitems_groups(config: pytest.Config, items: list[pyte
     items.sort(key=lambda item: rank.get(groups[id(item)], len(FIRST) + (groups[id(item)] not in heavy)))
 
 
+def named_notebooks(config: pytest.Config) -> set[Path]:
+    """The notebooks named one by one on the command line (``pytest notebooks/1_callback_tutorial.ipynb``, or one
+    of its cells, ``…ipynb::Cell 3``); a folder (``pytest notebooks``) and pyproject's ``testpaths`` name none."""
+    source = getattr(config, "args_source", None)
+    if source is not None and source.name == "TESTPATHS":
+        return set()
+    named: set[Path] = set()
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, str(arg).split("::", 1)[0]).resolve()
+        if path.suffix == ".ipynb" and path.is_file():
+            named.add(path)
+    return named
+
+
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
 def pytest_collection_modifyitems_notebooks(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """After ``-m``/``-k``: drop the notebooks' own nbval items when the Binder replay runs them."""
+    """After ``-m``/``-k``: drop the notebooks' own nbval items when the Binder replay runs them, except the
+    notebooks named on the command line (:func:`named_notebooks`), which run here as asked."""
     replay_file, replay_test = NOTEBOOK_REPLAY.split("::")
     if not any(item.name == replay_test and item.path == REPO / replay_file for item in items):
         return
     from tests.binder.replay import NOTEBOOKS
 
-    replayed = {REPO / name for name in NOTEBOOKS}
+    replayed = {REPO / name for name in NOTEBOOKS} - named_notebooks(config)
     duplicate = [item for item in items if item.path in replayed]
     if not duplicate:
         return

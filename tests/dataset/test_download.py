@@ -253,7 +253,9 @@ def test_stalled_server_times_out(tmp_path: Path, server: str) -> None:
     start = time.monotonic()
     with pytest.raises(DownloadError, match=r"stall.zip: timed out after 0.5 s"):
         download_mnist(tmp_path, url=f"{server}/stall.zip", progress=False, timeout=0.5)
-    assert time.monotonic() - start < 3.0  # gave up before the server woke up
+    # It waited for the timeout, and gave up before the server woke up: a server that ends its 3 s stall closes
+    # the connection, which reads as "transfer cut short", not as the timeout matched above.
+    assert time.monotonic() - start >= 0.5
     assert socket.getdefaulttimeout() is None  # the temporary default was restored
     assert_nothing_left(tmp_path)
 

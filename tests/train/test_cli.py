@@ -7,7 +7,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -108,14 +107,12 @@ def test_usage_errors_are_one_line_exit_2_before_any_data(tmp_path: Path, args: 
     (tmp_path / "file.txt").write_text("a file, not a folder")
     cache = tmp_path / "cache"
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    started = time.perf_counter()
     proc = run_cli([*args, "--no-progress"], cwd=tmp_path, XDG_CACHE_HOME=str(cache), timeout=120)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message.replace("{tmp}", str(tmp_path)) in proc.stderr
     assert_one_line_error(proc.stderr)
     assert proc.stdout == ""
     assert not (cache / "nbcallback" / "MNIST_Data").exists(), "data was fetched before the arguments were checked"
-    assert time.perf_counter() - started < 60
 
 
 def test_missing_file_in_environment_variable(tmp_path: Path) -> None:

@@ -36,17 +36,26 @@ def _by_label(profiler: CallbackProfiler) -> dict[str, ProfileRow]:
     return {row.label: row for row in profiler.rows}
 
 
+def _assert_rows_add_up(profiler: CallbackProfiler, outside: float) -> None:
+    """The rows add up to the profiler's wall time, which lies inside the time measured around the call and
+    covers nearly all of it (the part outside is the call's set-up before the first hook: sub-millisecond,
+    against a run of 0.6 s or more (20 steps of 25 ms sleeps) that the test makes long for this ratio)."""
+    assert sum(row.total_s for row in profiler.rows) == pytest.approx(profiler.wall_s, rel=1e-9)
+    assert profiler.wall_s <= outside
+    assert profiler.wall_s >= 0.9 * outside, (profiler.wall_s, outside)
+
+
 def test_the_rows_add_up_to_the_wall_time_measured_outside():
     model = make_model()
     data = blobs(10)
     model.train(1, data)  # first-call costs (lazy imports, allocator) outside the measured run
     profiler = CallbackProfiler()
     started = time.perf_counter()
-    model.fit(2, data, data[:3], callbacks=[profiler, TimeMonitor(), Slow(0.01)])
+    model.fit(2, data, data[:3], callbacks=[profiler, TimeMonitor(), Slow(0.025)])
     outside = time.perf_counter() - started
     rows = profiler.rows
-    assert abs(sum(row.total_s for row in rows) - outside) <= 0.02 * outside
-    assert abs(profiler.wall_s - outside) <= 0.02 * outside
+    _assert_rows_add_up(profiler, outside)
+    assert _by_label(profiler)["Slow.on_train_step_end"].total_s >= 20 * 0.025  # the sleeps are in the rows
     assert sum(row.share for row in rows) == pytest.approx(1.0)
     assert all(row.total_s >= 0 for row in rows)
     assert [row.kind for row in rows].count("loop") == 1
@@ -227,10 +236,10 @@ def test_on_cuda_the_step_parts_are_synchronised_and_the_rows_add_up():
     model.train(1, data)
     profiler = CallbackProfiler()
     started = time.perf_counter()
-    model.train(2, data, callbacks=[profiler, LossMonitor(5), TimeMonitor(), Slow(0.005)])
+    model.train(2, data, callbacks=[profiler, LossMonitor(5), TimeMonitor(), Slow(0.0125)])
     outside = time.perf_counter() - started
     assert profiler.synchronize is None  # automatic: on for CUDA
-    assert abs(sum(row.total_s for row in profiler.rows) - outside) <= 0.02 * outside
+    _assert_rows_add_up(profiler, outside)
     steps = {row.part: row for row in profiler.rows if row.kind == "step"}
     assert set(steps) == {"forward", "backward", "optimizer"}
     assert all(row.calls == 40 and row.total_s > 0 for row in steps.values())

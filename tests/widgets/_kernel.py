@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import queue
@@ -101,7 +102,8 @@ class RecordingClient(NotebookClient):
     def __init__(self, nb: nbformat.NotebookNode, forget_closed: bool = True, **kwargs: Any) -> None:
         super().__init__(nb, **kwargs)
         self.forget_closed = forget_closed
-        #: (monotonic time, msg_type, bytes, cell index, binary buffers)
+        #: (the kernel's send time, msg_type, bytes, cell index, binary buffers): the time in the message's header,
+        #: so that the rates measured do not depend on when this (possibly busy) process read the messages.
         self.messages: list[tuple[float, str, int, int, int]] = []
         self.opened: dict[str, str] = {}
         self.closed: set[str] = set()
@@ -114,7 +116,7 @@ class RecordingClient(NotebookClient):
         msg_type = msg["msg_type"]
         if msg_type not in ("status", "execute_input"):
             buffers = len(msg.get("buffers") or ())
-            self.messages.append((time.monotonic(), msg_type, message_bytes(msg), cell_index, buffers))
+            self.messages.append((sent_at(msg), msg_type, message_bytes(msg), cell_index, buffers))
         if msg_type in ("comm_open", "comm_msg", "comm_close"):
             self.comms.append((cell_index, msg_type, msg["content"]))
         if msg_type == "comm_open":
@@ -184,6 +186,14 @@ def view_in(content: dict[str, Any]) -> dict[str, Any] | None:
         return data["state"]["view"]
     custom = data.get("content") if data.get("method") == "custom" else None
     return custom["view"] if isinstance(custom, dict) and custom.get("type") == "view" else None
+
+
+def sent_at(msg: dict[str, Any]) -> float:
+    """When the kernel made ``msg`` (its header's date, POSIX seconds); the time it arrived where it has none."""
+    date = msg.get("header", {}).get("date")
+    if isinstance(date, datetime.datetime):
+        return date.timestamp()
+    return time.time()
 
 
 def traffic_stats(messages: list[tuple[float, str, int, int, int]]) -> dict[str, Any]:
