@@ -53,7 +53,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             _start_mirror()
 
 
+#: nbval's sanitizer for the output-checked cells: the last float digits, which the CPU type moves, are not compared.
+FLOAT_DIGITS = Path(__file__).resolve().parent / "nbval-float-digits.cfg"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "nbval_sanitize_with", "unset") is None:
+        config.option.nbval_sanitize_with = str(FLOAT_DIGITS)
     cache = Path(tempfile.mkdtemp(prefix="nbcallback-nb-cache-"))
     _STATE["cache"] = (cache, os.environ.get("XDG_CACHE_HOME"))
     os.environ["XDG_CACHE_HOME"] = str(cache)
