@@ -294,7 +294,7 @@ def test_the_clone_line_and_codespaces_follow_the_fork(forked: tuple[Path, subpr
     name = FORK.split("/")[1]
     for readme in ("README.md", "README.zh-CN.md"):
         text = (root / readme).read_text(encoding="utf-8")
-        assert f"git clone https://github.com/{FORK} && cd {name})" in text, readme
+        assert f"git clone https://github.com/{FORK} && cd {name}`" in text, readme
         assert f"(https://codespaces.new/{FORK}/tree/{BRANCH}?quickstart=1)" in text, readme
         badges = [line.split("]")[0] for line in text.splitlines()[:8] if line.startswith("[![")]
         assert badges == ["[![Binder", "[![Open In Colab", "[![Open in GitHub Codespaces"], readme
@@ -306,7 +306,7 @@ def test_the_clone_line_and_codespaces_follow_the_fork(forked: tuple[Path, subpr
     clone = tmp_path / "reverted"
     shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".git"))
     readme = clone / "README.md"
-    readme.write_text(readme.read_text(encoding="utf-8").replace(f"&& cd {name})", "&& cd nbcallback)")
+    readme.write_text(readme.read_text(encoding="utf-8").replace(f"&& cd {name}`", "&& cd nbcallback`")
                       .replace(f"codespaces.new/{FORK}/tree/{BRANCH}", "codespaces.new/nbcallback/nbcallback/tree/main"),
                       encoding="utf-8")
     page = clone / "docs" / "teaching.md"
@@ -315,7 +315,7 @@ def test_the_clone_line_and_codespaces_follow_the_fork(forked: tuple[Path, subpr
     check = _fork_command("--check", cwd=clone)
     assert check.returncode == 1
     stale = check.stderr
-    assert "cd nbcallback (should be git clone" in stale and f"&& cd {name})" in stale, stale
+    assert f"README.md:40: git clone https://github.com/{FORK} && cd nbcallback (should be git clone https://github.com/{FORK} && cd {name})" in stale, stale
     assert f"https://codespaces.new/nbcallback/nbcallback/tree/main (should be https://codespaces.new/{FORK}/tree/{BRANCH})" in stale
     assert f"docs/teaching.md:" in stale and f"Create codespace on main (should be Create codespace on {BRANCH})" in stale
     assert _fork_command(cwd=clone).returncode == 0
