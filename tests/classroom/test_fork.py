@@ -296,6 +296,7 @@ def test_the_clone_line_and_codespaces_follow_the_fork(forked: tuple[Path, subpr
         text = (root / readme).read_text(encoding="utf-8")
         assert f"git clone https://github.com/{FORK} && cd {name}`" in text, readme
         assert f"(https://codespaces.new/{FORK}/tree/{BRANCH}?quickstart=1)" in text, readme
+        assert f"({_load(root / 'nbcallback' / 'repository.py', 'forked_repo_cs').codespaces_url()})" in text, readme
         badges = [line.split("]")[0] for line in text.splitlines()[:8] if line.startswith("[![")]
         assert badges == ["[![Binder", "[![Open In Colab", "[![Open in GitHub Codespaces"], readme
     for page in ("docs/teaching.md", "docs/teaching.zh-CN.md"):
