@@ -19,6 +19,16 @@ batches gathered there), each against its bare loop:
 * ``lightning``: Lightning's Trainer on the same batches (no progress bar,
   logger or checkpoint), when installed.
 
+Graph mode (with ``--graph``, or named in ``--only``; each compiles once, in the
+warm-up, and its model is then reused from round to round):
+
+* ``nbcallback_graph``: ``Model(..., graph_mode=True)`` (the whole step under
+  ``torch.compile``; on CUDA ``mode="reduce-overhead"``, CUDA graphs) with the
+  tutorial's callbacks, vs the eager ``bare`` loop: target 5x faster (time ratio <= 0.2);
+* ``bare_graph``: the bare loop's step compiled the same way (no callbacks): the
+  limit graph mode can approach. The report prints both as "x faster than the eager
+  bare loop", and the first step's compile time of each.
+
 Fed from the host:
 
 * ``nbcallback_pipeline``: the tutorial's ``MnistDataset -> map -> batch(64)``
@@ -36,7 +46,7 @@ callbacks, in fp32, bf16, fp16 and fp16 with a fused optimizer.
 
 Usage::
 
-    python -m benchmarks --device cuda --data /path/to/MNIST_Data [--rounds 7] [--json FILE] [--quick]
+    python -m benchmarks --device cuda --data /path/to/MNIST_Data [--rounds 7] [--json FILE] [--quick] [--graph]
 
 ``--device cpu`` runs the same script on the CPU (the tests' smoke run: the
 CPU's figures come from the main suite, in fresh processes).
@@ -64,7 +74,8 @@ from benchmarks._common import BATCH_SIZE, REPO, build, ensure_repo_on_path, mni
 
 RESULTS = REPO / "benchmarks" / "results"
 TARGETS = {"nbcallback": ("bare", 1.03), "nbcallback_bf16": ("bare_bf16", 1.03),
-           "nbcallback_pipeline": ("bare_host_batches", 0.9)}
+           "nbcallback_pipeline": ("bare_host_batches", 0.9),
+           "nbcallback_graph": ("bare", 0.2)}  # graph mode: at least 5x the eager bare loop
 #: variant -> the bare loop it is compared with
 REFERENCE = {
     "nbcallback": "bare", "lightning": "bare",
@@ -72,7 +83,10 @@ REFERENCE = {
     "nbcallback_fp16": "bare_fp16", "nbcallback_fp16_fused": "bare_fp16",
     "nbcallback_pipeline": "bare_host_batches", "nbcallback_pipeline_prefetch": "bare_host_batches",
     "nbcallback_pipeline_pinned": "bare_host_batches",
+    "nbcallback_graph": "bare", "bare_graph": "bare",
 }
+#: Variants that compile (a minute or more on the first epoch): run with --graph or when named in --only.
+GRAPH_VARIANTS = ("bare_graph", "nbcallback_graph")
 QUICK_STEPS = 60
 
 
@@ -139,10 +153,13 @@ class PinnedAhead:
 class Bench:
     """The data and the variants of one benchmark run."""
 
-    def __init__(self, data: str, steps: int | None, seed: int, device: str) -> None:
+    def __init__(self, data: str, steps: int | None, seed: int, device: str,
+                 graph_options: dict[str, Any] | None = None) -> None:
         import torch
 
         self.device = torch.device(device)
+        self.graph_options = graph_options  # torch.compile options of the graph variants (None: graph mode's own)
+        self.compile_seconds: dict[str, float] = {}
         self.data, self.steps, self.seed = data, steps, seed
         x, y = mnist_tensors(data, "train")
         self.host = (x.unsqueeze(1).contiguous(), y)
@@ -207,6 +224,75 @@ class Bench:
                 model.train(1, source, callbacks=_tutorial_callbacks(folder))
                 self.synchronize()
                 return time.perf_counter() - start
+
+        return run
+
+    # ---------------------------------------------------------------- graph mode
+
+    def bare_graph(self) -> Callable[[int | None], float]:
+        """The bare loop with its step compiled as graph mode compiles it; built and compiled once."""
+        import torch
+
+        ensure_repo_on_path()
+        from nbcallback.train.graph import compile_options, uses_cuda_graphs
+
+        options = compile_options(self.device, self.graph_options)
+        cuda_graphs = uses_cuda_graphs(self.device, options)
+        network, loss_fn, optimizer = self._build(False)
+
+        def step(images: Any, labels: Any) -> Any:
+            loss = loss_fn(network(images), labels)
+            loss.backward()
+            optimizer.step()
+            return loss.detach()
+
+        compiled = torch.compile(step, **options)
+
+        def run(steps: int | None) -> float:
+            device = self.device
+            network.train()
+            self.synchronize()
+            start = time.perf_counter()
+            first = "bare_graph" not in self.compile_seconds
+            for images, labels in DeviceBatches(*self.gpu, self.seed, steps):
+                images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+                optimizer.zero_grad(set_to_none=True)
+                if cuda_graphs:
+                    torch.compiler.cudagraph_mark_step_begin()
+                compiled(images, labels)
+                if first:
+                    self.synchronize()
+                    self.compile_seconds["bare_graph"] = time.perf_counter() - start
+                    first = False
+            self.synchronize()
+            return time.perf_counter() - start
+
+        return run
+
+    def graph_model(self) -> Callable[[int | None], float]:
+        """``Model.train`` in graph mode with the tutorial's callbacks; one Model, so one compilation."""
+        ensure_repo_on_path()
+        from benchmarks.workloads import _tutorial_callbacks
+        from nbcallback.train import Model
+
+        network, loss_fn, optimizer = self._build(False)
+        model = Model(network, loss_fn=loss_fn, optimizer=optimizer, metrics={"accuracy"}, device=self.device,
+                      graph_mode=self.graph_options or True)
+
+        def run(steps: int | None) -> float:
+            source = DeviceBatches(*self.gpu, self.seed, steps)
+            with tempfile.TemporaryDirectory(dir=self.folder) as folder, contextlib.redirect_stdout(io.StringIO()):
+                self.synchronize()
+                start = time.perf_counter()
+                model.train(1, source, callbacks=_tutorial_callbacks(folder))
+                self.synchronize()
+                elapsed = time.perf_counter() - start
+            captured = model._graph.captured
+            if captured is None or captured.compile_seconds is None:
+                raise SystemExit("benchmarks: nbcallback_graph trained eagerly (graph mode fell back; see the "
+                                 "GraphModeWarning above), so it measures nothing of graph mode")
+            self.compile_seconds.setdefault("nbcallback_graph", captured.compile_seconds)
+            return elapsed
 
         return run
 
@@ -283,6 +369,10 @@ class Bench:
             found["lightning"] = self.lightning()
         return found
 
+    def graph_variants(self) -> dict[str, Callable[[int | None], float]]:
+        """The compiling variants (built lazily: building one compiles nothing until its first run)."""
+        return {"bare_graph": self.bare_graph(), "nbcallback_graph": self.graph_model()}
+
 
 # --------------------------------------------------------------------------- per-step counts
 
@@ -332,16 +422,22 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit("benchmarks --device cuda: no CUDA device is available here (torch.cuda.is_available() "
                          "is False). Run it on a machine with an NVIDIA GPU, or run the CPU suite without --device.")
     steps = QUICK_STEPS if args.quick else None
-    bench = Bench(args.data, steps, args.seed, args.device)
+    graph_options = {"backend": args.graph_backend} if args.graph_backend else None
+    bench = Bench(args.data, steps, args.seed, args.device, graph_options)
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     with_lightning = not args.no_peers and importlib.util.find_spec("lightning") is not None
     variants = bench.variants(with_lightning)
-    if args.only:
-        wanted = [name.strip() for name in args.only.split(",") if name.strip()]
-        unknown = sorted(set(wanted) - set(variants))
-        if unknown:
-            raise SystemExit(f"benchmarks --device: unknown variant(s) {unknown}; choose from {sorted(variants)}")
-        variants = {name: variants[name] for name in wanted}
+    wanted = [name.strip() for name in args.only.split(",") if name.strip()] if args.only else list(variants)
+    if args.graph:
+        wanted += [name for name in GRAPH_VARIANTS if name not in wanted]
+    known = sorted(set(variants) | set(GRAPH_VARIANTS))
+    unknown = sorted(set(wanted) - set(known))
+    if unknown:
+        raise SystemExit(f"benchmarks --device: unknown variant(s) {unknown}; choose from {known}")
+    if any(name in GRAPH_VARIANTS for name in wanted):
+        graph_variants = bench.graph_variants()
+        variants.update({name: graph_variants[name] for name in GRAPH_VARIANTS if name in wanted})
+    variants = {name: variants[name] for name in wanted}
     names = list(variants)
     print(f"{device_name}: warm-up of {len(names)} variants", flush=True)
     for name in names:
@@ -377,11 +473,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "lightning": _version("lightning") if with_lightning else None,
             "rounds": args.rounds, "steps_per_epoch": len(DeviceBatches(*bench.gpu, 0, steps)),
             "bf16": args.device != "cuda" or torch.cuda.is_bf16_supported(), "count_steps": count_steps,
+            "graph_options": graph_options, "compile_seconds": bench.compile_seconds,
         },
         "seconds": {name: summarize(values) for name, values in times.items()},
         "ratios": {name: dict(summarize(values), reference=REFERENCE[name]) for name, values in ratios.items()},
         "targets": {name: {"reference": ref, "target": target, "met": statistics.median(ratios[name]) <= target}
-                    for name, (ref, target) in TARGETS.items() if name in ratios},
+                    for name, (ref, target) in TARGETS.items()
+                    if name in ratios and (name not in GRAPH_VARIANTS or args.device == "cuda")},  # a GPU target
         "per_step": counts,
     }
 
@@ -409,6 +507,16 @@ def report(result: dict[str, Any]) -> str:
         goal = f"<= {target['target']} {'met' if target['met'] else 'MISSED'}" if target else ""
         lines.append(f"| {name} | {seconds['median'] * 1e3:.0f} ms [{seconds['min'] * 1e3:.0f}-"
                      f"{seconds['max'] * 1e3:.0f}] | {cell} | {goal} |")
+    graph = [name for name in GRAPH_VARIANTS if name in result["ratios"]]
+    if graph:
+        lines.append("")
+    for name in graph:
+        ratio = result["ratios"][name]
+        compiled = meta.get("compile_seconds", {}).get(name)
+        lines.append(f"graph mode: {name} trains at {1 / ratio['median']:.2f}x the eager bare loop's speed "
+                     f"(paired median; {1 / ratio['max']:.2f}-{1 / ratio['min']:.2f}x)"
+                     + (f", first step {compiled:.1f} s (compilation)" if compiled is not None else "")
+                     + (" - target >= 5x" if name in result["targets"] else ""))
     if result["per_step"]:
         lines += ["", "| per ordinary step | device operations | host syncs |", "|---|---|---|"]
     for name, count in result["per_step"].items():
@@ -427,6 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="leave Lightning out even when installed")
     parser.add_argument("--only", help="comma-separated variants to run (default: all)")
     parser.add_argument("--no-counts", action="store_true", help="skip the per-step operation and sync counts")
+    parser.add_argument("--graph", action="store_true",
+                        help=f"add the graph-mode variants ({', '.join(GRAPH_VARIANTS)}): each compiles once")
+    parser.add_argument("--graph-backend",
+                        help="torch.compile backend of the graph variants (default: graph mode's own: inductor, "
+                             "with CUDA graphs on CUDA); 'aot_eager' for a quick CPU smoke run")
     parser.add_argument("--json", help="write the results here (default: benchmarks/results/cuda.json; '-' for none)")
     args = parser.parse_args(argv)
     if args.quick:

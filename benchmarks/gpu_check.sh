@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Every check of nbcallback that needs a GPU, in one go (about 5 minutes on one H100/H200):
+# Every check of nbcallback that needs a GPU, in one go (about 8 minutes on one H100/H200):
 #   1. the CUDA tests: no host sync and no extra kernel on ordinary steps, device prefetch,
 #      LossMonitor's NaN check on the device;
 #   2. the CUDA benchmark (python -m benchmarks --device cuda): results into OUT/cuda.json and cuda.md;
-#   3. examples/ddp_mnist.py under torchrun with nccl, one epoch.
+#   3. examples/ddp_mnist.py under torchrun with nccl, one epoch;
+#   4. graph mode: its tests on CUDA (inductor with CUDA graphs against eager), then graph mode and a
+#      compiled bare loop vs the eager bare loop (target: graph mode >= 5x): OUT/cuda_graph.json and .md.
 # Usage, from the repository root on a machine with CUDA:
 #   bash benchmarks/gpu_check.sh PATH/TO/MNIST_Data.zip [OUT]      (OUT defaults to benchmarks/results)
 # Each step's log goes to OUT too; the script goes on after a failed step and exits non-zero at the end.
@@ -34,5 +36,12 @@ timeout 300 python3 -m benchmarks --device cuda --data "$work/MNIST_Data" --json
 echo "== 3. DDP example, nccl"
 timeout 100 torchrun --standalone --nproc_per_node=1 examples/ddp_mnist.py --epochs 1 --backend nccl \
     --data-dir "$work" --checkpoint-dir "$work/ckpt" 2>&1 | tee "$out/ddp_nccl.log" || status=1
+
+echo "== 4. graph mode: tests on CUDA, then the speed vs the eager bare loop (each variant compiles once)"
+timeout 240 python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/train/test_graph_mode.py \
+    2>&1 | tee "$out/cuda_graph_tests.log" || status=1
+timeout 420 python3 -m benchmarks --device cuda --data "$work/MNIST_Data" --only bare,nbcallback_graph,bare_graph \
+    --no-counts --no-peers --rounds 5 --json "$out/cuda_graph.json" \
+    2>&1 | grep -v '^USDT' | tee "$out/cuda_graph_bench.log" || status=1
 
 exit $status

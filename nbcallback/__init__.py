@@ -7,7 +7,8 @@ Subpackages:
 * :mod:`nbcallback.widgets` -- live progress, loss plots and a dashboard for notebooks.
 
 The most used names are available here too (``nbcallback.Model``,
-``nbcallback.Callback``, ``nbcallback.save_checkpoint``, ``nbcallback.export`` ...). They are imported
+``nbcallback.Callback``, ``nbcallback.save_checkpoint``, ``nbcallback.export``, MindSpore's
+``nbcallback.set_context(mode=nbcallback.GRAPH_MODE)`` ...). They are imported
 on first use, so ``import nbcallback`` stays cheap.
 """
 from __future__ import annotations
@@ -25,6 +26,11 @@ _LAZY = {
     "load_checkpoint": "nbcallback.train",
     "load_param_into_net": "nbcallback.train",
     "export": "nbcallback.train",
+    "context": "nbcallback.context",
+    "set_context": "nbcallback.context",
+    "get_context": "nbcallback.context",
+    "GRAPH_MODE": "nbcallback.context",
+    "PYNATIVE_MODE": "nbcallback.context",
     "dataset": "nbcallback.dataset",
     "train": "nbcallback.train",
     "widgets": "nbcallback.widgets",

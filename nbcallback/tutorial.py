@@ -1,10 +1,11 @@
 """The tutorial's pipeline and network, and the helpers the notebooks share, in one place.
 
 Notebook 1 spells ``datapipe`` and ``Network`` out cell by cell, as MindSpore's tutorial does;
-notebooks 2-4 import them from here with ``new_trainer`` (a fresh seeded network per section),
-``mnist_slices`` (the small datasets that keep each demonstration to seconds) and ``tree`` (a folder
-listing like the tutorial's). Programs (the CLI, the DDP example, benchmarks) import them too, so
-there is one definition.
+the later notebooks (2, 3, 3b, 4 and the exercises) import them from here with ``new_trainer`` (a fresh
+seeded network, SGD at lr 0.01 and a ``Model``, per section), ``mnist_slices`` (the small datasets that keep
+each demonstration short) and ``tree`` (a folder listing like the tutorial's). Programs (the CLI, the DDP
+example, benchmarks) import them too, so there is one definition. ``notebooks/README.md`` shows what each
+helper builds.
 """
 from __future__ import annotations
 
@@ -69,10 +70,17 @@ class Network(nn.Module):
 
 
 def new_trainer(lr: float = 1e-2, seed: int = 0) -> Model:
-    """A fresh :class:`Network` with SGD at ``lr`` in a :class:`~nbcallback.train.Model`.
+    """Notebook 1's trainer in one call: a fresh :class:`Network`, SGD at ``lr``, in a :class:`~nbcallback.train.Model`.
+
+    Exactly::
+
+        torch.manual_seed(seed)
+        network = Network()
+        optimizer = torch.optim.SGD(network.parameters(), lr)
+        return Model(network, nn.CrossEntropyLoss(), optimizer, metrics={"accuracy", "loss"})
 
     The weights come from ``torch.manual_seed(seed)``, so every section of a notebook that calls
-    it starts from the same network. The metrics are ``{"accuracy", "loss"}``.
+    it starts from the same network. ``lr=0.01`` is the tutorial's ``1e-2``.
     """
     torch.manual_seed(seed)
     network = Network()

@@ -60,10 +60,12 @@ REPO_URL = repository.github_url(REPOSITORY)
 BRANCH = repository.BRANCH
 CELL_ID = "colab-install"
 #: The notebooks that get the Colab cells, relative to notebooks/.
+#: Every lesson notebook (1, 1b, 2, 3, 3b, 4 ...) in both languages; notebook 5 is generated (MASTERS below).
 NOTEBOOKS = tuple(
-    f"{prefix}{name}"
+    f"{prefix}{path.name}"
     for prefix in ("", "zh_CN/")
-    for name in ("1_callback_tutorial.ipynb", "2_builtin_callbacks.ipynb", "3_custom_callbacks.ipynb", "4_widgets.ipynb")
+    for path in sorted(HERE.glob("[0-9]*.ipynb"))
+    if path.name != "5_exercises.ipynb"
 )
 #: Notebook 5 is generated from the exercises' masters by notebooks/exercises/assign.py: its cells go into the
 #: master (relative to notebooks/), with the address of the student notebook it becomes.

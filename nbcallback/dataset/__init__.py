@@ -14,7 +14,8 @@ Laid out as MindSpore's documentation is:
   ``use_sampler``/``add_sampler``;
 * iterators (:mod:`.iterators`) and :mod:`.config` (``set_seed``, ...);
 * :class:`DSCallback` / :class:`WaitedDSCallback` (:mod:`.callbacks`), given
-  to ``map(..., callbacks=...)``, and ``sync_wait``/``sync_update``.
+  to ``map(..., callbacks=...)``, and ``sync_wait``/``sync_update``; both
+  classes are also in :mod:`.callback` (``mindspore.dataset.callback``).
 
 The tutorial's pipeline::
 
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import config, samplers, transforms, vision
+from . import callback, config, samplers, transforms, vision
 from .callbacks import DSCallback
 from .datasets import Dataset, zip
 from .download import DEFAULT_URLS, URL_ENV, DownloadError, download_mnist

@@ -25,20 +25,30 @@ starts a new run (``ds_begin`` again, epoch 1), as MindSpore's new iterator does
 used (it subclasses ``nbcallback.train.Callback``; the rest of the dataset
 package does not import ``nbcallback.train``).
 
-**Threads (where nbcallback differs).** MindSpore runs the pipeline in its own
-threads, so :class:`WaitedDSCallback` waits on a ``threading.Event`` (at most
-``config.get_callback_timeout()`` seconds) until training has finished the
-previous step or epoch. nbcallback's pipeline runs lazily in the thread that
-iterates it -- the training loop -- so the next row is only produced when
-``Model`` asks for it, after the previous step's callbacks ran: there is
-nothing to wait for, and no thread or event is used. When the previous step
-has *not* ended (a ``step_size`` other than the number of rows per training
-step, or ``Model(prefetch=True)``, which reads one batch ahead), waiting could
-never succeed; MindSpore times out, nbcallback raises the RuntimeError at once.
-A pipeline iterated outside ``Model`` (no training has begun) runs without
-calling ``sync_epoch_begin``/``sync_step_begin``: there is no training context
-to hand them. After training ended (also after ``request_stop()``) they are
+**Threads.** As in MindSpore, a :class:`WaitedDSCallback` waits on a
+``threading.Event`` (at most ``config.get_callback_timeout()`` seconds, then
+``RuntimeError("ds_step_begin timed out after ... second(s).")``) until
+training has ended the previous step or epoch. nbcallback's pipeline runs
+lazily in the thread that iterates it. Inside ``Model`` that is the training
+thread, so the next row is only produced when ``Model`` asks for it, after the
+previous step's callbacks ran: the event is already set and nothing waits.
+A pipeline iterated in another thread (a consumer thread, while training or
+your code calls ``step_end``/``epoch_end``/``end`` in this one) waits as in
+MindSpore.
+
+Where nbcallback differs: where the waiting thread is the one that would set
+the event, waiting could never end, and the RuntimeError comes at once,
+quoting MindSpore's message and naming the fix. That is the thread running the
+callback's training when a step is asked for before training ended the
+previous one (a ``step_size`` other than the rows per training step, or
+``Model(prefetch=True)``, which reads one batch ahead), and, while no training
+with the callback has begun, the thread that made the callback (the pipeline
+iterated without training, or a ``Model.train`` whose callbacks lack it).
+After training ended (also after ``request_stop()``) the ``sync_*`` hooks are
 called without waiting, with the last training context, as in MindSpore.
+
+``from nbcallback.dataset.callback import DSCallback, WaitedDSCallback`` is
+MindSpore's ``mindspore.dataset.callback`` import.
 """
 from __future__ import annotations
 

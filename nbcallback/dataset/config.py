@@ -1,6 +1,7 @@
 """Global dataset settings (``mindspore.dataset.config``).
 
-nbcallback keeps no settings of its own here:
+nbcallback keeps one setting here, the callback timeout; the rest are elsewhere or
+have no effect:
 
 * **Randomness.** Every random choice of a pipeline (source shuffles,
   ``shuffle``, ``split(randomize=True)``, random vision ops) draws from
@@ -13,11 +14,16 @@ nbcallback keeps no settings of its own here:
   checks them and then have no effect; their getters return the value
   nbcallback actually uses (or MindSpore's default where that is a mere
   setting with nothing behind it).
+* **Callback timeout.** Process-wide, as in MindSpore: how long a
+  ``WaitedDSCallback`` or a ``sync_wait`` iterated in one thread waits for
+  another thread (see :func:`set_callback_timeout`).
 """
 from __future__ import annotations
 
+import math
 import random
-from typing import Any
+import threading
+from typing import Any, Union
 
 import numpy as np
 import torch
@@ -166,17 +172,58 @@ def get_monitor_sampling_interval() -> int:
     return DEFAULT_MONITOR_SAMPLING_INTERVAL
 
 
-def set_callback_timeout(timeout: int) -> None:
-    """Checked as MindSpore checks it; no effect: nbcallback's ``WaitedDSCallback`` and ``sync_wait`` never wait
-    (the pipeline runs in the training thread; see :mod:`nbcallback.dataset.callbacks`)."""
-    _check_int(timeout, "timeout")
-    if timeout <= 0 or timeout > INT32_MAX:
-        raise ValueError("Timeout given is not within the required range.")
+class _CallbackTimeout:
+    """The callback timeout, in seconds: MindSpore's process-wide ``callback_timeout`` setting."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seconds: Union[int, float] = DEFAULT_CALLBACK_TIMEOUT
+
+    def get(self) -> Union[int, float]:
+        with self._lock:
+            return self._seconds
+
+    def set(self, seconds: Union[int, float]) -> None:
+        with self._lock:
+            self._seconds = seconds
 
 
-def get_callback_timeout() -> int:
-    """MindSpore's default, 60 seconds (no effect here: nothing waits)."""
-    return DEFAULT_CALLBACK_TIMEOUT
+_callback_timeout = _CallbackTimeout()
+
+
+def set_callback_timeout(timeout: Union[int, float]) -> None:
+    """How many seconds a dataset callback or ``sync_wait`` waits for another thread (default 60).
+
+    Used where the pipeline is iterated in one thread and released from
+    another: a :class:`~nbcallback.dataset.WaitedDSCallback` waits this long
+    for training to end the previous step or epoch, then raises
+    ``RuntimeError("ds_step_begin timed out after <timeout> second(s). ...")``;
+    a ``sync_wait`` waits this long for ``sync_update``, then warns and lets
+    the rows pass. Where the waiting thread is the one that would end the wait,
+    nothing waits (see :mod:`nbcallback.dataset.callbacks`).
+
+    Where nbcallback differs: a float is accepted too (MindSpore takes whole
+    seconds), so a wait can be shorter than a second.
+
+    Args:
+        timeout: Seconds, an int or a float in ``(0, 2147483647]``.
+
+    Raises:
+        TypeError: ``timeout`` is not an int or a float (bools are refused).
+        ValueError: ``timeout`` is not in ``(0, 2147483647]``.
+    """
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
+        raise TypeError(f"timeout isn't of type int or float: got {type(timeout).__name__}.")
+    if not math.isfinite(timeout) or timeout <= 0 or timeout > INT32_MAX:
+        raise ValueError(
+            f"Timeout given is not within the required range (0, INT32_MAX(2147483647)]: got {timeout}."
+        )
+    _callback_timeout.set(timeout)
+
+
+def get_callback_timeout() -> Union[int, float]:
+    """The seconds set by :func:`set_callback_timeout`; MindSpore's default, 60, until then."""
+    return _callback_timeout.get()
 
 
 def set_numa_enable(numa_enable: bool) -> None:

@@ -419,12 +419,18 @@ class Dataset:
         ``callback(data)``. Use it to change a transform's parameters from the
         training loop before the next batch is made.
 
+        A row asked for before ``sync_update`` released it waits, as in
+        MindSpore, until ``sync_update`` or ``disable_sync`` from another
+        thread, or ``config.get_callback_timeout()`` seconds; then a
+        RuntimeWarning ("Timeout happened in sync_wait ...") and the rows flow
+        freely from then on.
+
         Where nbcallback differs: the pipeline runs in the thread that iterates
-        it, which is also the thread that calls ``sync_update``. A row asked for
-        before ``sync_update`` released it would wait forever, so instead of
-        MindSpore's wait of ``config.get_callback_timeout()`` seconds the
-        condition is disabled at once with a RuntimeWarning (MindSpore disables
-        it too, after the timeout) and the rows flow freely from then on.
+        it. When that thread is the one that calls ``sync_update`` (the last
+        one that did; before the first call, the one that built this
+        ``sync_wait``), the wait could never end, so the condition is disabled
+        at once with the RuntimeWarning. Iterating in a consumer thread while
+        another thread calls ``sync_update`` blocks as in MindSpore.
 
         Args:
             condition_name: The name :meth:`sync_update` uses; unique in the pipeline.

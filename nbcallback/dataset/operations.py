@@ -35,6 +35,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import numbers
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar, Union
@@ -54,6 +55,7 @@ from ._validate import (
     type_error,
 )
 from .callbacks import check_callbacks
+from .config import get_callback_timeout
 from .datasets import Dataset, operation
 from .iterators import EpochContext, Row, stack, to_numpy
 from .transforms import Compose, TensorOperation
@@ -901,15 +903,20 @@ def _below(dataset: Dataset) -> Iterator[Dataset]:
 
 
 class ReleasePair:
-    """The condition of one ``sync_wait`` (MindSpore's ``BlockReleasePair``), without a thread.
+    """The condition of one ``sync_wait`` (MindSpore's ``BlockReleasePair``).
 
     ``row_count`` starts at minus the rows released at the start of an epoch;
     each row passing adds one, each ``sync_update`` subtracts the rows it
-    releases. A row asked for while ``row_count >= 0`` would wait: in MindSpore
-    until ``sync_update`` (from the training thread) or ``callback_timeout``
-    seconds, then the condition is disabled with a warning. nbcallback's
-    pipeline runs in the thread that calls ``sync_update``, so nothing could end
-    the wait: the warning comes and the condition is disabled at once.
+    releases. A row asked for while ``row_count >= 0`` waits on a condition
+    variable, as in MindSpore, until ``sync_update`` or ``disable_sync`` (from
+    another thread) or ``config.get_callback_timeout()`` seconds; after the
+    timeout it warns and disables the condition, and rows pass freely.
+
+    Where nbcallback differs: the pipeline runs in the thread that iterates it,
+    so when that is also the thread that calls ``sync_update`` (the last one
+    that did; before the first call, the one that built the ``sync_wait``)
+    nothing could end the wait: the warning comes and the condition is
+    disabled at once.
     """
 
     def __init__(self, condition_name: str, num_batch: int, callback: Callable[[Any], Any] | None) -> None:
@@ -917,40 +924,73 @@ class ReleasePair:
         self.default_rows = num_batch
         self.row_count = -num_batch
         self.callback = callback
-        self.disabled = False
+        self._disabled = False
         self.epoch: EpochContext | None = None
+        self._cv = threading.Condition()
+        self._releaser = threading.current_thread()  # the thread expected to call sync_update
+
+    @property
+    def disabled(self) -> bool:
+        """Whether rows pass without waiting (``disable_sync``, a failed ``sync_update``, or a timeout)."""
+        return self._disabled
+
+    @disabled.setter
+    def disabled(self, value: bool) -> None:
+        with self._cv:
+            self._disabled = value
+            self._cv.notify_all()  # a row waiting in another thread passes now
 
     def scale(self, batch_size: int) -> None:
         """A ``batch`` above: release whole batches of rows (MindSpore's ``update_batched_size``)."""
-        self.row_count *= batch_size
-        self.default_rows *= batch_size
+        with self._cv:
+            self.row_count *= batch_size
+            self.default_rows *= batch_size
 
     def start(self, ctx: EpochContext) -> None:
         """At an epoch's first rows: release ``num_batch`` batches again."""
-        if self.epoch is not ctx:
-            self.epoch = ctx
-            self.row_count = -self.default_rows
+        with self._cv:
+            if self.epoch is not ctx:
+                self.epoch = ctx
+                self.row_count = -self.default_rows
+                self._cv.notify_all()
 
     def block(self) -> None:
-        """Let one row through (disabling the condition, with a warning, where it would wait)."""
-        if self.row_count >= 0 and not self.disabled:
-            warnings.warn(
-                f"sync_wait({self.condition_name!r}): the pipeline was asked for more rows than sync_update "
-                f"released. It runs in the thread that would call dataset.sync_update(condition_name="
-                f"{self.condition_name!r}), so waiting could never end (MindSpore waits "
-                f"config.get_callback_timeout() seconds); now disabling this sync_wait. Call sync_update "
-                f"after each batch you take from the iterator.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            self.disabled = True
-        self.row_count += 1
+        """Let one row through once released (waiting for ``sync_update``, or disabling the condition)."""
+        with self._cv:
+            if self.row_count >= 0 and not self._disabled:
+                timeout = get_callback_timeout()
+                if threading.current_thread() is self._releaser:
+                    self._disable_with_warning(
+                        f"sync_wait({self.condition_name!r}): the pipeline was asked for more rows than sync_update "
+                        f"released, in the thread that calls dataset.sync_update(condition_name="
+                        f"{self.condition_name!r}), so waiting could never end: nbcallback disables this sync_wait "
+                        f"at once, where MindSpore waits config.get_callback_timeout() = {timeout} second(s) and "
+                        f"warns 'Timeout happened in sync_wait'. Call sync_update after each batch you take from "
+                        f"the iterator (or iterate the dataset in another thread)."
+                    )
+                elif not self._cv.wait_for(lambda: self.row_count < 0 or self._disabled, timeout):
+                    self._disable_with_warning(
+                        "Timeout happened in sync_wait, maybe dataset.sync_update(condition=...) is not added after "
+                        f"dataset.create_dict_iterator(...), now disabling lock. (sync_wait({self.condition_name!r}) "
+                        f"waited config.get_callback_timeout() = {timeout} second(s) for dataset.sync_update("
+                        f"condition_name={self.condition_name!r}) from another thread: call it after each batch "
+                        f"taken from the iterator, or raise the timeout with ds.config.set_callback_timeout(seconds).)"
+                    )
+            self.row_count += 1
+
+    def _disable_with_warning(self, message: str) -> None:
+        self._disabled = True
+        self._cv.notify_all()
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
     def release(self, pass_rows: int | None = None, data: Any = None) -> None:
         """``sync_update``: release ``pass_rows`` rows (default: ``num_batch`` batches) and call the callback."""
-        self.row_count -= self.default_rows if pass_rows is None else pass_rows
-        if self.callback is not None:
-            self.callback(data)
+        with self._cv:
+            self._releaser = threading.current_thread()
+            self.row_count -= self.default_rows if pass_rows is None else pass_rows
+            if self.callback is not None:
+                self.callback(data)
+            self._cv.notify_all()
 
 
 @operation("sync_wait")

@@ -49,6 +49,7 @@ from nbcallback.train.terminate_on_nan import TerminateOnNaN
 from nbcallback.train.best_checkpoint import BestCheckpoint
 from nbcallback.train.hook_trace import HookTrace
 from nbcallback.train.profiler import CallbackProfiler
+from nbcallback.train.gradient_clipping import GradientClipping
 
 __all__ = [
     "Callback",
@@ -93,4 +94,5 @@ __all__ = [
     "SummaryCollector",
     "TerminateOnNaN",
     "BestCheckpoint",
+    "GradientClipping",
 ]

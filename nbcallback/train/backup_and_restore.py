@@ -12,10 +12,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from nbcallback.train._params import is_data_parallel
 from nbcallback.train._validation import check_bool
-from nbcallback.train.callback import Callback, RunContext
+from nbcallback.train.callback import Callback, RunContext, overrides
 from nbcallback.train.distributed import collective_device
-from nbcallback.train.early_stopping import is_data_parallel
 from nbcallback.train.serialization import (
     load_checkpoint,
     load_param_into_net,
@@ -133,9 +133,11 @@ class BackupAndRestore(Callback):
       same shuffle order, and at the backup point, restored once the trained
       batches are skipped, so dropout and random augmentations continue as in
       an uninterrupted run;
-    * the state of callbacks that keep some (:class:`History`,
-      :class:`EarlyStopping`, :class:`ReduceLROnPlateau`, :class:`BestCheckpoint`),
-      matched by position and class in the callback list.
+    * the state of callbacks that keep some (:meth:`Callback.state_dict`:
+      :class:`History`, :class:`EarlyStopping`, :class:`ReduceLROnPlateau`,
+      :class:`BestCheckpoint`, and any callback of yours that implements it),
+      matched by position and class in the callback list and given back with
+      :meth:`Callback.load_state_dict`.
 
     On a CPU with a fixed seed (torch's, and numpy's if the pipeline uses it),
     a run killed (even with ``kill -9``) and resumed ends with weights bitwise
@@ -229,13 +231,14 @@ class BackupAndRestore(Callback):
         append.update(_rng_entries("now", now))
         states = []
         for index, callback in enumerate(cb_params.get("list_callback") or ()):
-            backup_state = getattr(callback, "_backup_state", None)
-            if callback is self or not callable(backup_state):
+            if callback is self or not overrides(callback, "state_dict"):
                 continue
-            states.append({"index": index, "class": type(callback).__name__, "state": backup_state()})
-            backup_tensors = getattr(callback, "_backup_tensors", None)
-            for name, tensor in (backup_tensors() if callable(backup_tensors) else {}).items():
-                append[f"{_PREFIX}callback.{index}.{name}"] = tensor
+            state = callback.state_dict()
+            plain = {name: value for name, value in state.items() if not isinstance(value, torch.Tensor)}
+            states.append({"index": index, "class": type(callback).__name__, "state": plain})
+            for name, value in state.items():
+                if isinstance(value, torch.Tensor):
+                    append[f"{_PREFIX}callback.{index}.{name}"] = value
         append[f"{_PREFIX}callbacks"] = json.dumps(states, default=_jsonable)
         save_checkpoint(cb_params["train_network"], str(path), append_dict=append)
 
@@ -297,12 +300,7 @@ class BackupAndRestore(Callback):
             "tensors": {k[len(_PREFIX) + len("callback."):]: v for k, v in entries.items() if k.startswith(f"{_PREFIX}callback.")},
         }
         self.resumed_from = point
-        cb_params["resume_from"] = {
-            "epoch": epoch,
-            "step_in_epoch": step,
-            "cur_step_num": global_step,
-            "after_skip": self._after_skip if step else None,
-        }
+        run_context.resume_at(epoch, step, global_step, after_skip=self._after_skip if step else None)
 
     def _check_ranks_agree(self, cb_params: Mapping[str, Any], point: tuple[int, int, int] | None) -> None:
         if not is_data_parallel(cb_params):
@@ -328,8 +326,7 @@ class BackupAndRestore(Callback):
         for saved in self._resume["callbacks"]:
             index, name = saved["index"], saved["class"]
             target = callbacks[index] if index < len(callbacks) else None
-            restore = getattr(target, "_restore_state", None)
-            if target is None or type(target).__name__ != name or not callable(restore):
+            if target is None or type(target).__name__ != name or not overrides(target, "load_state_dict"):
                 warnings.warn(
                     f"BackupAndRestore: the backup holds the state of a {name} at position {index} of the callback "
                     "list, but this run's list differs there; that state is not restored.",
@@ -339,7 +336,7 @@ class BackupAndRestore(Callback):
                 continue
             prefix = f"{index}."
             own = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-            restore(saved["state"], own)
+            target.load_state_dict({**own, **saved["state"]})
 
     def on_train_epoch_begin(self, run_context: RunContext) -> None:
         cb_params = run_context.original_args()

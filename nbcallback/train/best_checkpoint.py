@@ -5,30 +5,22 @@ file with the highest accuracy during training") as a ready-made callback.
 """
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
-import torch
 from torch import nn
 
+from nbcallback.train._monitor import MonitorCallback
 from nbcallback.train._validation import check_bool
-from nbcallback.train.callback import Callback, RunContext
+from nbcallback.train.callback import RunContext
 from nbcallback.train.distributed import acts_on_rank
-from nbcallback.train.early_stopping import (
-    check_monitor,
-    check_number,
-    is_improvement,
-    monitor_value,
-    resolve_mode,
-)
 from nbcallback.train.serialization import remove_stale_partials, save_checkpoint
 
 __all__ = ["BestCheckpoint"]
 
 
-class BestCheckpoint(Callback):
+class BestCheckpoint(MonitorCallback):
     """Save ``{directory}/{prefix}.ckpt`` whenever ``monitor`` reaches a new best value.
 
     Args:
@@ -69,6 +61,9 @@ class BestCheckpoint(Callback):
         NotADirectoryError: ``directory`` is an existing file.
     """
 
+    owner = "BestCheckpoint"
+    missing_warning = "Best checkpoint is conditioned on %s, which is not available. Available choices are: %s"
+
     def __init__(
         self,
         directory: str | os.PathLike[str],
@@ -79,8 +74,7 @@ class BestCheckpoint(Callback):
         verbose: bool = False,
         saved_network: nn.Module | None = None,
     ) -> None:
-        super().__init__()
-        owner = "BestCheckpoint"
+        owner = self.owner
         if not isinstance(directory, (str, os.PathLike)):
             raise TypeError(f"For '{owner}', the argument 'directory' must be a path string, but got {type(directory).__name__}.")
         folder = Path(os.path.realpath(os.fspath(directory)))
@@ -97,10 +91,7 @@ class BestCheckpoint(Callback):
                 f"For '{owner}', the argument 'saved_network' must be None or a torch.nn.Module, "
                 f"but got {type(saved_network).__name__}."
             )
-        self.monitor = check_monitor(monitor, owner)
-        self.mode = mode
-        self._direction = resolve_mode(mode, self.monitor, owner)
-        self.min_delta = abs(check_number(min_delta, "min_delta", owner))  # type: ignore[arg-type]
+        super().__init__(monitor, mode, min_delta)
         self.verbose = check_bool(verbose, "verbose", owner)
         self.directory = str(folder)
         self.prefix = prefix
@@ -110,7 +101,7 @@ class BestCheckpoint(Callback):
         self.best_ckpt_file_name = ""
 
     def _reset(self) -> None:
-        self.best = math.inf if self._direction == "min" else -math.inf
+        self.best = self.worst()
         self.best_epoch = 0
 
     @property
@@ -124,13 +115,8 @@ class BestCheckpoint(Callback):
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         cb_params = run_context.original_args()
-        current = monitor_value(
-            cb_params,
-            self.monitor,
-            "BestCheckpoint",
-            "Best checkpoint is conditioned on %s, which is not available. Available choices are: %s",
-        )
-        if current is None or not is_improvement(current, self.best, self._direction, self.min_delta):
+        current = self.current(cb_params)
+        if current is None or not self.improves(current, self.best):
             return
         self.best = current
         epoch = cb_params.get("cur_epoch_num", 1)
@@ -150,9 +136,10 @@ class BestCheckpoint(Callback):
         if self.verbose:
             print(f"Epoch {epoch}: {self.monitor} improved to {current}, saved {self.path}", flush=True)
 
-    def _backup_state(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to continue as the uninterrupted one (kept by BackupAndRestore)."""
         return {"best": self.best, "best_epoch": self.best_epoch}
 
-    def _restore_state(self, state: Mapping[str, Any], tensors: Mapping[str, torch.Tensor]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.best = float(state["best"])
         self.best_epoch = int(state["best_epoch"])

@@ -13,44 +13,31 @@ This reproduces MindSpore 2.3's rules (see ``mindspore.train.Callback``):
   :class:`CallbackParams` dict; a value one callback stores there is visible to
   the others for the rest of the run.
 
+The seams between the loop and the callbacks are declared here, once, as
+documented methods: the hooks (``on_train_*``, ``on_eval_*``, and nbcallback's
+:meth:`Callback.on_train_backward_end` and :meth:`Callback.on_train_exception`),
+:meth:`Callback.instrument_hooks`, and the requests a callback makes through its
+:class:`RunContext` (:meth:`~RunContext.request_stop`, :meth:`~RunContext.resume_at`,
+:meth:`~RunContext.skip_optimizer_step`). Which callbacks receive fit's
+validation hooks is :func:`receives_fit_eval_hooks`.
+
 This module is also MindSpore 1.x's public path ``mindspore.train.callback``:
 ``from nbcallback.train.callback import ModelCheckpoint, LossMonitor`` works. The
-built-ins live in their own modules (which import this one); they are reached
-here lazily (PEP 562 ``__getattr__``), so the names are aliases of the same
-classes and importing the mechanism does not import every built-in.
+built-ins live in their own modules (which import this one); every callback class
+that ``nbcallback.train`` exports (and ``CheckpointConfig``) is reached here
+lazily (PEP 562 ``__getattr__``), so the names are aliases of the same classes
+and a new built-in needs no entry in this module.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import sys
 import warnings
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
-#: The built-in callbacks, reached lazily from here (``mindspore.train.callback``'s
-#: public names), with the module that defines each.
-_BUILTINS = {
-    "ModelCheckpoint": "nbcallback.train.checkpoint",
-    "CheckpointConfig": "nbcallback.train.checkpoint",
-    "LossMonitor": "nbcallback.train.loss_monitor",
-    "TimeMonitor": "nbcallback.train.time_monitor",
-    "SummaryCollector": "nbcallback.train.summary_collector",
-    "LearningRateScheduler": "nbcallback.train.lr_scheduler",
-    "History": "nbcallback.train.history",
-    "LambdaCallback": "nbcallback.train.lambda_callback",
-    "ReduceLROnPlateau": "nbcallback.train.reduce_lr_on_plateau",
-    "EarlyStopping": "nbcallback.train.early_stopping",
-    "OnRequestExit": "nbcallback.train.on_request_exit",
-    "BackupAndRestore": "nbcallback.train.backup_and_restore",
-    # nbcallback's own additions (not in MindSpore):
-    "TerminateOnNaN": "nbcallback.train.terminate_on_nan",
-    "BestCheckpoint": "nbcallback.train.best_checkpoint",
-    "HookTrace": "nbcallback.train.hook_trace",
-    "CallbackProfiler": "nbcallback.train.profiler",
-}
-
-__all__ = [
+#: The names of the mechanism itself; ``__all__`` adds the built-in callbacks (see ``__getattr__``).
+_MECHANISM = (
     "Callback",
     "CallbackParams",
     "CallbackParamError",
@@ -58,8 +45,20 @@ __all__ = [
     "TRAIN_HOOKS",
     "EVAL_HOOKS",
     "LEGACY_HOOKS",
-    *_BUILTINS,
-]
+    "INTERNAL_CALLBACK_NAMES",
+    "receives_fit_eval_hooks",
+)
+
+#: Class names MindSpore treats as its own callbacks (``mindspore.train.callback.__all__``).
+#: In ``fit``, only callbacks whose class name is *not* here (plus ``TimeMonitor``)
+#: receive the ``on_eval_*`` hooks of the validation runs (:func:`receives_fit_eval_hooks`).
+INTERNAL_CALLBACK_NAMES = frozenset(
+    {
+        "Callback", "LossMonitor", "TimeMonitor", "ModelCheckpoint", "SummaryCollector",
+        "CheckpointConfig", "RunContext", "LearningRateScheduler", "SummaryLandscape", "History",
+        "LambdaCallback", "ReduceLROnPlateau", "EarlyStopping", "OnRequestExit", "BackupAndRestore",
+    }
+)
 
 #: The hooks the trainer calls during ``Model.train`` (and the training part of ``fit``).
 TRAIN_HOOKS = (
@@ -79,6 +78,9 @@ EVAL_HOOKS = (
     "on_eval_epoch_end",
     "on_eval_end",
 )
+#: nbcallback's hook between ``backward`` and the optimizer step (MindSpore has none): see
+#: :meth:`Callback.on_train_backward_end`. Not in :data:`TRAIN_HOOKS`, which are MindSpore's six.
+BACKWARD_HOOK = "on_train_backward_end"
 #: MindSpore 1.x names; the base class forwards the ``on_*`` hooks to them.
 LEGACY_HOOKS = ("begin", "epoch_begin", "step_begin", "step_end", "epoch_end", "end")
 
@@ -148,9 +150,14 @@ class RunContext:
     The trainer makes one ``RunContext`` per training run and a separate one for
     every evaluation run, so ``request_stop()`` during fit's validation ends that
     validation only, not the training.
+
+    Besides :meth:`request_stop` (MindSpore's), a callback may ask the training loop
+    for two things nbcallback adds: :meth:`resume_at` (continue an earlier run,
+    from ``on_train_begin``) and :meth:`skip_optimizer_step` (from
+    :meth:`Callback.on_train_backward_end`).
     """
 
-    __slots__ = ("_original_args", "_stop_requested")
+    __slots__ = ("_original_args", "_stop_requested", "_resume", "_skip_step")
 
     def __init__(self, original_args: dict) -> None:
         if not isinstance(original_args, dict):
@@ -160,6 +167,8 @@ class RunContext:
             )
         self._original_args = original_args
         self._stop_requested = False
+        self._resume: dict[str, Any] | None = None
+        self._skip_step = False
 
     def original_args(self) -> CallbackParams:
         """The shared parameter dict (``cb_params``); callbacks may add keys to it."""
@@ -176,6 +185,48 @@ class RunContext:
     def get_stop_requested(self) -> bool:
         """Whether :meth:`request_stop` has been called on this context."""
         return self._stop_requested
+
+    def resume_at(
+        self,
+        epoch: int,
+        step_in_epoch: int = 0,
+        cur_step_num: int = 0,
+        after_skip: Callable[[], None] | None = None,
+    ) -> None:
+        """Ask the training loop to continue an earlier run instead of starting at its first epoch.
+
+        Args:
+            epoch: the 0-based index of the epoch to enter (the number of epochs
+                already complete); within ``initial_epoch .. epoch`` of the call.
+            step_in_epoch: batches of that epoch already trained: the loop draws
+                and drops them without running any hook.
+            cur_step_num: the global step counter to continue from.
+            after_skip: called once those batches are dropped (e.g. to restore the
+                random-number state of that moment).
+
+        Valid in ``on_train_begin`` only (the loop reads the request right after
+        it); a later call does nothing. The loop raises ``ValueError`` (``Cannot
+        resume …``) for a point outside the run. :class:`~nbcallback.train.BackupAndRestore`
+        uses it; an nbcallback addition (MindSpore's resume only reloads weights).
+        """
+        self._resume = {
+            "epoch": epoch,
+            "step_in_epoch": step_in_epoch,
+            "cur_step_num": cur_step_num,
+            "after_skip": after_skip,
+        }
+
+    def skip_optimizer_step(self) -> None:
+        """Skip this step's ``optimizer.step()`` and keep the gradients for the next step.
+
+        Valid in :meth:`Callback.on_train_backward_end`. The step's gradients stay
+        in ``param.grad`` and the next step's backward adds to them (its
+        ``zero_grad`` is skipped too): gradient accumulation. The loss of the step
+        is still ``cb_params.net_outputs`` and every other hook runs as usual.
+        Under float16 loss scaling (``amp_level='O1'`` on CUDA) a skipped step is
+        refused with a ``RuntimeError``: the scaled gradients cannot be kept.
+        """
+        self._skip_step = True
 
 
 class Callback:
@@ -202,6 +253,20 @@ class Callback:
     release them in ``__exit__``.  ``__exit__`` must not swallow exceptions unless
     it means to: a truthy return value suppresses the error, as ``contextlib.ExitStack``
     does.
+
+    nbcallback adds three methods a callback may implement (MindSpore has none of
+    them; none has a legacy name, and only the callbacks that override one are called):
+
+    * :meth:`on_train_backward_end`: after each training step's ``backward``, before
+      its optimizer step (gradient clipping, accumulation with
+      :meth:`RunContext.skip_optimizer_step`);
+    * :meth:`on_train_exception`: when a training run raises (a breakpoint checkpoint);
+    * :meth:`instrument_hooks`: once per run, to wrap the other callbacks' hook
+      methods (``CallbackProfiler`` times them this way);
+    * :meth:`state_dict` / :meth:`load_state_dict`: what ``BackupAndRestore`` keeps
+      of this callback so that a resumed run continues as the uninterrupted one.
+
+    To resume an earlier run, call :meth:`RunContext.resume_at` in ``on_train_begin``.
 
     Example (the ``mindspore.train.Callback`` docstring example)::
 
@@ -296,6 +361,83 @@ class Callback:
         """
         self.end(run_context)
 
+    # nbcallback's seams (no MindSpore equivalent; empty by default, called only when overridden).
+    def on_train_backward_end(self, run_context: RunContext) -> None:
+        """Called after each training step's ``backward``, before ``optimizer.step()``.
+
+        The gradients are in ``param.grad`` of ``cb_params.network``'s parameters
+        (the optimizer is ``cb_params.optimizer``), unscaled when float16 loss
+        scaling is on; change them in place (``torch.nn.utils.clip_grad_norm_``) or
+        call ``run_context.skip_optimizer_step()`` to accumulate them into the next
+        step. ``cb_params.net_outputs`` is not set yet (it is the loss of the
+        previous step); ``on_train_step_end`` follows the optimizer step.
+
+        MindSpore has no such hook (its ``TrainOneStepCell`` is one compiled graph);
+        it is fastai's ``after_backward`` and Lightning's ``on_before_optimizer_step``.
+        It runs only when ``Model`` has an optimizer. When no callback of the run
+        overrides it, the step is exactly the one without it (nothing is called,
+        no device operation is added). Do not read tensors as numbers here on a GPU:
+        that waits for the device on every step.
+        """
+
+    def on_train_exception(self, run_context: RunContext, step_in_epoch: int) -> None:
+        """Called when a training run raises (an error, ``KeyboardInterrupt``), before the error propagates.
+
+        Args:
+            run_context: the run's parameters as they were when it failed.
+            step_in_epoch: the step of the failing epoch that was running (1-based),
+                0 when that epoch had run no step yet.
+
+        Called after every callback's ``__exit__``, in list order, on the callbacks
+        that override it; ``on_train_end`` is not called for a failed run. An
+        error raised here replaces the run's (which stays attached as its context).
+        :class:`~nbcallback.train.ModelCheckpoint` writes its
+        ``exception_save`` breakpoint checkpoint here (MindSpore does this in its
+        ``Model``, for the last ``ModelCheckpoint`` of the list).
+        """
+
+    def instrument_hooks(self, dispatch: "Dispatch") -> "Dispatch":
+        """Return the table of hook calls the run will make, changed as this callback needs.
+
+        Args:
+            dispatch: ``{hook name: [(callback, bound method), ...]}``: for each hook,
+                the callbacks that act on it, in call order.
+
+        Called once per run, after the callbacks are entered, on each callback that
+        overrides it (in list order; each gets the previous one's table). The run
+        then calls exactly the methods of the returned table: wrapping them times or
+        traces the other callbacks without changing them (``CallbackProfiler``).
+        The default returns ``dispatch`` unchanged.
+        """
+        return dispatch
+
+    def state_dict(self) -> dict[str, Any]:
+        """What this callback needs for a resumed run to continue as the uninterrupted one would.
+
+        :class:`~nbcallback.train.BackupAndRestore` keeps it in each backup, for the
+        callbacks that override this method: plain values (numbers, strings, lists,
+        dicts; stored as JSON) and tensors at the top level of the dict (stored as
+        tensors). When the resumed run re-enters the backed-up epoch it gives the same
+        dict back to :meth:`load_state_dict` of the callback at the same position of
+        the list, if it has the same class. The default keeps nothing. (Lightning's
+        callbacks have the same pair; MindSpore's have none.)
+        """
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Take back what :meth:`state_dict` returned (plain values and tensors in one dict)."""
+
+
+Callback.on_train_backward_end.nb_noop = True  # type: ignore[attr-defined]
+
+#: The table :meth:`Callback.instrument_hooks` receives and returns.
+Dispatch = dict[str, list[tuple[Callback, Callable[[RunContext], None]]]]
+
+
+def overrides(callback: Callback, method: str) -> bool:
+    """Whether ``callback``'s class replaces :class:`Callback`'s ``method``."""
+    return getattr(type(callback), method) is not getattr(Callback, method)
+
 
 def _training_only(self: Callback, run_context: RunContext) -> None:
     """Does nothing: this built-in acts on training only (see :class:`BuiltinCallback`)."""
@@ -354,6 +496,18 @@ def _is_noop(callback: Callback, hook: str) -> bool:
     return getattr(legacy, "__func__", None) is getattr(Callback, LEGACY_OF[hook])
 
 
+def receives_fit_eval_hooks(callback: Callback) -> bool:
+    """Whether ``Model.fit`` calls ``callback``'s ``on_eval_*`` hooks during its validation runs.
+
+    MindSpore's rule, kept: every callback except MindSpore's own built-ins (a class
+    *named* as in :data:`INTERNAL_CALLBACK_NAMES`), and ``TimeMonitor`` anyway.
+    nbcallback's additions (``TerminateOnNaN``, ``HookTrace`` …) and every user
+    callback receive them. The one definition the trainer and ``HookTrace`` use.
+    """
+    name = type(callback).__name__
+    return name not in INTERNAL_CALLBACK_NAMES or name == "TimeMonitor"
+
+
 class CallbackManager(Callback):
     """Runs a list of callbacks in order; itself a :class:`Callback`.
 
@@ -373,7 +527,7 @@ class CallbackManager(Callback):
     def __init__(self, callbacks: Callback | Iterable[Callback] | None) -> None:
         self._callbacks: list[Callback] = normalize_callbacks(callbacks)
         self._stack: contextlib.ExitStack | None = None
-        self._dispatch: dict[str, list[tuple[Callback, Callable[[RunContext], None]]]] = {}
+        self._dispatch: Dispatch = {}
         self._build_dispatch()
 
     @property
@@ -410,10 +564,9 @@ class CallbackManager(Callback):
                 raise
             self._callbacks = entered
             self._build_dispatch()
-            for callback in entered:  # a seam for CallbackProfiler: it times the others' hooks
-                instrument = getattr(type(callback), "_instrument_dispatch", None)
-                if instrument is not None:
-                    self._dispatch = instrument(callback, self._dispatch)
+            for callback in entered:
+                if overrides(callback, "instrument_hooks"):
+                    self._dispatch = callback.instrument_hooks(self._dispatch)
         return self
 
     def __exit__(self, *exc_info: Any) -> bool | None:
@@ -425,7 +578,7 @@ class CallbackManager(Callback):
     def _build_dispatch(self) -> None:
         self._dispatch = {
             hook: [(cb, getattr(cb, hook)) for cb in self._callbacks if not _is_noop(cb, hook)]
-            for hook in TRAIN_HOOKS + EVAL_HOOKS
+            for hook in (*TRAIN_HOOKS, BACKWARD_HOOK, *EVAL_HOOKS)
         }
 
     def _run(self, hook: str, run_context: RunContext) -> None:
@@ -447,6 +600,35 @@ class CallbackManager(Callback):
         Ask after entering the manager (the callbacks and the dispatch are final then).
         """
         return functools.partial(self._run, hook) if self._dispatch[hook] else None
+
+    def backward_end_runner(self, run_context: RunContext) -> Callable[[], bool] | None:
+        """What the training step calls between ``backward`` and the optimizer step.
+
+        Runs :meth:`Callback.on_train_backward_end` of the callbacks that act on it
+        and returns whether the optimizer step is to be taken (``False`` after
+        :meth:`RunContext.skip_optimizer_step`). ``None`` when no callback acts on
+        it: the step then runs as if the hook did not exist. Ask after entering.
+        """
+        if not self._dispatch[BACKWARD_HOOK]:
+            return None
+        run = functools.partial(self._run, BACKWARD_HOOK, run_context)
+
+        def backward_end() -> bool:
+            run_context._skip_step = False
+            run()
+            return not run_context._skip_step
+
+        return backward_end
+
+    def on_train_exception(self, run_context: RunContext, step_in_epoch: int) -> None:
+        """Call :meth:`Callback.on_train_exception` of each callback that overrides it, in order."""
+        for callback in self._callbacks:
+            if overrides(callback, "on_train_exception"):
+                try:
+                    callback.on_train_exception(run_context, step_in_epoch)
+                except BaseException as exc:
+                    _note(exc, f"raised in callback {_describe(callback)}.on_train_exception")
+                    raise
 
     def _run_legacy(self, name: str, run_context: RunContext) -> None:
         for callback in self._callbacks:
@@ -487,6 +669,9 @@ class CallbackManager(Callback):
 
     def on_train_step_end(self, run_context: RunContext) -> None:
         self._run("on_train_step_end", run_context)
+
+    def on_train_backward_end(self, run_context: RunContext) -> None:
+        self._run(BACKWARD_HOOK, run_context)
 
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         self._run("on_train_epoch_end", run_context)
@@ -548,15 +733,32 @@ _CallbackManager = CallbackManager
 _InternalCallbackParam = CallbackParams
 
 
+def _builtins() -> dict[str, Any]:
+    """The callback classes ``nbcallback.train`` exports, and ``CheckpointConfig``, by name.
+
+    Read from the package (imported before this module, as its parent); empty while
+    the package itself is still being imported.
+    """
+    package = sys.modules.get("nbcallback.train")
+    found = {}
+    for name in getattr(package, "__all__", ()):
+        value = getattr(package, name, None)
+        if name == "CheckpointConfig" or (isinstance(value, type) and issubclass(value, Callback)):
+            if value is not None and name not in _MECHANISM:
+                found[name] = value
+    return found
+
+
 def __getattr__(name: str) -> Any:
-    """The built-in callbacks, imported on first use (they import this module)."""
-    module_name = _BUILTINS.get(name)
-    if module_name is None:
+    """``__all__`` and the built-in callbacks, reached on first use (their modules import this one)."""
+    if name == "__all__":
+        return [*_MECHANISM, *_builtins()]
+    value = _builtins().get(name) if not name.startswith("__") else None
+    if value is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_BUILTINS))
+    return sorted(set(globals()) | set(_builtins()))

@@ -102,6 +102,12 @@ class TrainOneStepCell(nn.Module):
     Saving it with :func:`nbcallback.save_checkpoint` stores the backbone's
     parameters under their own names (so the file loads into a fresh backbone)
     and the optimizer state under ``optimizer.*``.
+
+    The step is ``zero_grad``, forward and loss, ``backward``, ``optimizer.step()``.
+    Between ``backward`` and the optimizer step it calls :attr:`backward_end` when
+    one is set (``Model`` sets it for a run whose callbacks implement
+    :meth:`~nbcallback.train.Callback.on_train_backward_end`; see
+    :meth:`set_backward_end`); without one the step is exactly the four operations.
     """
 
     def __init__(
@@ -119,6 +125,21 @@ class TrainOneStepCell(nn.Module):
         self._autocast = autocast
         self._scaler = grad_scaler
         self._int64_target = needs_int64_target(loss_fn)
+        #: Called between backward and the optimizer step; returns whether to take the step. See set_backward_end.
+        self.backward_end: Callable[[], bool] | None = None
+        self._keep_grads = False
+
+    def set_backward_end(self, hook: Callable[[], bool] | None) -> None:
+        """Call ``hook()`` after each step's ``backward``, before the optimizer step (``None``: no hook).
+
+        ``hook`` may change the gradients in place (they are unscaled first under
+        float16 loss scaling). When it returns ``False`` the optimizer step is
+        skipped and the gradients are kept: the next step does not zero them, so
+        its backward adds to them. Setting a hook (or ``None``) starts with zeroed
+        gradients again.
+        """
+        self.backward_end = hook
+        self._keep_grads = False
 
     def forward(self, *inputs: Any) -> torch.Tensor:
         optimizer = self.optimizer
@@ -127,6 +148,8 @@ class TrainOneStepCell(nn.Module):
         else:
             with self._autocast():
                 loss = self._loss(inputs)
+        if self.backward_end is not None:
+            return self._step_with_hook(loss, self.backward_end)
         optimizer.zero_grad(set_to_none=True)
         if self._scaler is not None:
             self._scaler.scale(loss).backward()
@@ -134,6 +157,43 @@ class TrainOneStepCell(nn.Module):
             self._scaler.update()
         else:
             loss.backward()
+            optimizer.step()
+        return loss.detach()
+
+    def compute_loss(self, inputs: tuple[Any, ...]) -> torch.Tensor:
+        """The loss of one batch (under autocast where mixed precision is on): what a step differentiates.
+
+        Graph mode (:mod:`nbcallback.train.graph`) captures it with the backward and optimizer step.
+        """
+        if self._autocast is None:
+            return self._loss(inputs)
+        with self._autocast():
+            return self._loss(inputs)
+
+    def _step_with_hook(self, loss: torch.Tensor, backward_end: Callable[[], bool]) -> torch.Tensor:
+        optimizer = self.optimizer
+        scaler = self._scaler
+        if not self._keep_grads:
+            optimizer.zero_grad(set_to_none=True)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+        else:
+            loss.backward()
+        if not backward_end():
+            if scaler is not None:
+                raise RuntimeError(
+                    "run_context.skip_optimizer_step() is not supported with float16 loss scaling (amp_level "
+                    "'O1' on CUDA, or 'O2' on a GPU without bfloat16): the kept gradients would mix scaled and "
+                    "unscaled values. Use amp_level='O0', or 'O2' on a GPU with bfloat16."
+                )
+            self._keep_grads = True
+            return loss.detach()
+        self._keep_grads = False
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
             optimizer.step()
         return loss.detach()
 

@@ -27,6 +27,7 @@ from nbcallback.train.callback import BuiltinCallback, CallbackParams, RunContex
 from nbcallback.train.distributed import acts_on_rank
 from nbcallback.train.serialization import (
     atomic_write,
+    describe_network,
     remove_stale_partials,
     remove_unless_pending,
     save_checkpoint,
@@ -242,49 +243,6 @@ class CheckpointConfig:
     def __repr__(self) -> str:
         policy = ", ".join(f"{k}={v!r}" for k, v in self.get_checkpoint_policy().items() if k != "saved_network")
         return f"CheckpointConfig({policy})"
-
-
-def describe_network(network: nn.Module) -> dict[str, Any]:
-    """A JSON-ready description of a module: its tree, parameters and buffers.
-
-    This is what ``{prefix}-graph.meta`` holds in place of MindSpore's compiled
-    graph: enough to see what a checkpoint belongs to without loading code.
-    """
-
-    def node(module: nn.Module, name: str) -> dict[str, Any]:
-        entry: dict[str, Any] = {"name": name, "type": type(module).__name__}
-        extra = module.extra_repr()
-        if extra:
-            entry["config"] = extra
-        own = [
-            {"name": pname, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""), "trainable": p.requires_grad}
-            for pname, p in module.named_parameters(recurse=False)
-        ]
-        if own:
-            entry["parameters"] = own
-        children = [node(child, cname) for cname, child in module.named_children()]
-        if children:
-            entry["children"] = children
-        return entry
-
-    parameters = [
-        {"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", "")}
-        for name, p in network.named_parameters()
-    ]
-    buffers = [
-        {"name": name, "shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", "")}
-        for name, b in network.named_buffers()
-    ]
-    return {
-        "format": "nbcallback-graph-meta",
-        "version": 1,
-        "network": type(network).__name__,
-        "parameter_count": sum(p.numel() for p in network.parameters()),
-        "parameters": parameters,
-        "buffers": buffers,
-        "tree": node(network, ""),
-        "repr": repr(network),
-    }
 
 
 def _backbone(network: nn.Module) -> nn.Module:
@@ -569,11 +527,17 @@ class ModelCheckpoint(BuiltinCallback):
             except OSError as exc:
                 warnings.warn(f"ModelCheckpoint could not remove the old checkpoint {path}: {exc}", stacklevel=2)
 
-    def _save_on_exception(self, cb_params: CallbackParams, step_in_epoch: int | None = None) -> None:
+    def on_train_exception(self, run_context: RunContext, step_in_epoch: int) -> None:
         """Save ``{prefix}-{epoch}_{step}_breakpoint.ckpt`` when training failed (``exception_save``).
 
-        ``step_in_epoch`` (given by ``Model``) is 0 when the failing epoch ran no step yet.
+        ``step_in_epoch`` is 0 when the failing epoch ran no step yet. As in MindSpore,
+        only the last ``ModelCheckpoint`` of the callback list writes one (and only
+        when its own config has ``exception_save=True``).
         """
+        cb_params = run_context.original_args()
+        checkpoints = [cb for cb in cb_params.get("list_callback") or () if isinstance(cb, ModelCheckpoint)]
+        if checkpoints and checkpoints[-1] is not self:
+            return
         if not self._config.exception_save or not acts_on_rank(cb_params):
             return
         if "train_network" not in cb_params:
@@ -585,11 +549,7 @@ class ModelCheckpoint(BuiltinCallback):
         except (ValueError, TypeError, OSError):
             return
         prefix = _deduplicated_prefix(self._directory, self._prefix, breakpoints=True)
-        if step_in_epoch is not None:
-            step = step_in_epoch
-        else:
-            step = _step_in_epoch(cb_params) if cb_params.get("cur_step_num", 0) > 0 else 0
-        path = self._directory / f"{prefix}-{cb_params.get('cur_epoch_num', 0)}_{step}_breakpoint.ckpt"
+        path = self._directory / f"{prefix}-{cb_params.get('cur_epoch_num', 0)}_{step_in_epoch}_breakpoint.ckpt"
         network = self._config.saved_network or cb_params["train_network"]
         save_checkpoint(network, str(path))
         self._latest_ckpt_file_name = str(path)

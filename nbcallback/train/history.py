@@ -88,10 +88,11 @@ class History(BuiltinCallback):
         for key, value in record.items():
             self.history.setdefault(key, []).append(value)
 
-    def _backup_state(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to continue as the uninterrupted one (kept by BackupAndRestore)."""
         return {"epoch": list(self.epoch["epoch"]), "history": {k: [_plain(v) for v in vs] for k, vs in self.history.items()}}
 
-    def _restore_state(self, state: Mapping[str, Any], tensors: Mapping[str, torch.Tensor]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.epoch = {"epoch": list(state["epoch"])}
         self.history = {
             k: [_Float32(v) if k == "net_output" and isinstance(v, float) else v for v in vs]

@@ -37,8 +37,8 @@ from nbcallback.train.callback import (
     RunContext,
     _is_noop,
     normalize_callbacks,
+    receives_fit_eval_hooks,
 )
-from nbcallback.train.model import INTERNAL_CALLBACK_NAMES
 
 __all__ = ["HookTrace", "HookCall", "Folded"]
 
@@ -354,8 +354,7 @@ _MISSING = object()
 def _acting(callbacks: Sequence[Callback], hook: str, phase: str, legacy_arrow: bool = False) -> tuple[str, ...]:
     """The callbacks ``Model`` calls on ``hook`` in ``phase`` that do something there, as labels."""
     if phase == "validation":
-        callbacks = [cb for cb in callbacks
-                     if type(cb).__name__ not in INTERNAL_CALLBACK_NAMES or type(cb).__name__ == "TimeMonitor"]
+        callbacks = [cb for cb in callbacks if receives_fit_eval_hooks(cb)]
     labels = []
     for callback in callbacks:
         if isinstance(callback, HookTrace) or _is_noop(callback, hook):  # the observer is not listed

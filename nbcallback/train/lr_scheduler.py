@@ -5,8 +5,8 @@ import math
 import numbers
 from typing import Callable
 
+from nbcallback.train._params import optimizer_of, set_group_lr
 from nbcallback.train.callback import BuiltinCallback, RunContext
-from nbcallback.train.reduce_lr_on_plateau import optimizer_of, set_group_lr
 
 __all__ = ["LearningRateScheduler"]
 

@@ -17,23 +17,22 @@ import torch
 from torch import nn
 
 from nbcallback.train import distributed
-from nbcallback.train.callback import Callback, CallbackManager, CallbackParams, RunContext, normalize_callbacks
+from nbcallback.train.callback import (
+    INTERNAL_CALLBACK_NAMES,
+    Callback,
+    CallbackManager,
+    CallbackParams,
+    RunContext,
+    normalize_callbacks,
+    receives_fit_eval_hooks,
+)
 from nbcallback.train.cells import TrainOneStepCell, WithEvalCell, WithLossCell
+from nbcallback.train.graph import GraphMode
 from nbcallback.train.metrics import Loss, get_metrics
 from nbcallback.train.prefetch import prefetch_to_device
 
 __all__ = ["Model", "INTERNAL_CALLBACK_NAMES"]
 
-#: Class names MindSpore treats as its own callbacks (``mindspore.train.callback.__all__``).
-#: In ``fit``, only callbacks whose class name is *not* here (plus ``TimeMonitor``)
-#: receive the ``on_eval_*`` hooks of the validation runs.
-INTERNAL_CALLBACK_NAMES = frozenset(
-    {
-        "Callback", "LossMonitor", "TimeMonitor", "ModelCheckpoint", "SummaryCollector",
-        "CheckpointConfig", "RunContext", "LearningRateScheduler", "SummaryLandscape", "History",
-        "LambdaCallback", "ReduceLROnPlateau", "EarlyStopping", "OnRequestExit", "BackupAndRestore",
-    }
-)
 _LEGACY_NAMES = frozenset({"begin", "end", "epoch_begin", "epoch_end", "step_begin", "step_end"})
 _ALLOWED_KWARGS = ("loss_scale_manager", "keep_batchnorm_fp32", "boost_config_dict", "acc_level")
 _AMP_LEVELS = ("O0", "O1", "O2", "O3", "auto")
@@ -114,6 +113,14 @@ class Model:
             of docs/performance.md). It is meant for large batches, whose copy a busy GPU can hide
             (not measured here). Batches already on the device pass through. An
             nbcallback extension.
+        graph_mode: ``None`` (default) follows ``set_context(mode=...)``: eager
+            (``PYNATIVE_MODE``, the default) or, in ``GRAPH_MODE``, the whole training
+            step (forward, loss, backward, optimizer step) captured once with
+            ``torch.compile`` (CUDA graphs on a GPU) while every callback still runs
+            every step; ``True``/``False`` decide for this model; a dict turns it on
+            with those ``torch.compile`` options (``{"backend": "aot_eager"}``). Where
+            a run cannot be captured it trains eagerly and warns once; see
+            :mod:`nbcallback.train.graph`.
         **kwargs: MindSpore's ``loss_scale_manager``, ``keep_batchnorm_fp32``,
             ``boost_config_dict`` and ``acc_level`` are accepted and have no effect.
 
@@ -147,6 +154,7 @@ class Model:
         device: str | torch.device | None = None,
         compile: bool | Mapping[str, Any] = False,  # noqa: A002 - the name torch users know
         prefetch: bool = False,
+        graph_mode: bool | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         for key in kwargs:
@@ -204,6 +212,7 @@ class Model:
             network.compile(**({} if compile is True else dict(compile)))
 
         self._parallel = distributed.ParallelContext.detect()
+        self._graph = GraphMode(graph_mode, self._device)
         autocast, scaler = _amp(self._amp_level, self._device)
         self._autocast = autocast
         self._train_network = self._build_train_network(autocast, scaler)
@@ -338,8 +347,9 @@ class Model:
         From the validation's ``on_eval_end`` to the ``on_train_epoch_end`` of a
         validated epoch, ``cb_params.metrics`` holds the metric values and
         ``cb_params.eval_results`` the same plus ``eval_loss`` (as in MindSpore).
-        Only callbacks that are not nbcallback/MindSpore built-ins (plus
-        ``TimeMonitor``) receive the ``on_eval_*`` hooks of the validation runs.
+        Only the callbacks that are not MindSpore's own built-ins (plus
+        ``TimeMonitor``) receive the ``on_eval_*`` hooks of the validation runs
+        (:func:`nbcallback.train.callback.receives_fit_eval_hooks`).
 
         Raises:
             ValueError: as :meth:`train`; ``valid_dataset`` without ``metrics``; a custom
@@ -520,17 +530,14 @@ class Model:
             with manager:
                 self._train_loop(manager, cb_params, epoch, initial_epoch, train_dataset, valid_dataset, valid_frequency)
         except BaseException:
-            self._exception_save(manager.callbacks, cb_params, self._epoch_start_step)
-            raise
-
-    @staticmethod
-    def _exception_save(callbacks: list[Callback], cb_params: CallbackParams, epoch_start_step: int = 0) -> None:
-        savers = [cb for cb in callbacks if callable(getattr(cb, "_save_on_exception", None))]
-        if savers:
-            # MindSpore names the breakpoint with step 0 when the failing epoch ran no step yet.
+            # 0 when the failing epoch ran no step yet (MindSpore's breakpoint name then says step 0).
             cur_step = cb_params.get("cur_step_num", 0)
-            step = (cur_step - 1) % cb_params["batch_num"] + 1 if cur_step > epoch_start_step else 0
-            savers[-1]._save_on_exception(cb_params, step)  # type: ignore[attr-defined]
+            step = (cur_step - 1) % cb_params["batch_num"] + 1 if cur_step > self._epoch_start_step else 0
+            manager.on_train_exception(RunContext(cb_params), step)
+            raise
+        finally:
+            if isinstance(self._train_network, TrainOneStepCell):
+                self._train_network.set_backward_end(None)
 
     def _train_loop(
         self,
@@ -547,6 +554,11 @@ class Model:
         parallel = self._parallel
         stop_vote = parallel.stop_vote()
         stop_after_step = stop_vote.after_step
+        backward_end = manager.backward_end_runner(run_context)  # None: the step runs without the hook
+        if backward_end is not None:
+            _attach_backward_end(train_network, backward_end)
+        # Graph mode or eager, once per run (eager where a callback acts between backward and the optimizer step).
+        step = self._graph.step(train_network, manager, parallel.is_distributed)
         check_columns = self._loss_fn is not None
         step_begin = manager.runner("on_train_step_begin")  # None: no callback acts on it
         step_end = manager.runner("on_train_step_end")
@@ -557,7 +569,7 @@ class Model:
 
         manager.on_train_begin(run_context)
         first_epoch, skip_steps, after_skip = initial_epoch, 0, None
-        resume = cb_params.pop("resume_from", None)
+        resume, run_context._resume = run_context._resume, None  # RunContext.resume_at in on_train_begin
         if resume is not None:
             first_epoch, skip_steps, cur_step, after_skip = _resume_point(resume, initial_epoch, epoch, batch_num=cb_params["batch_num"])
             cb_params["cur_step_num"] = cur_step
@@ -588,7 +600,7 @@ class Model:
                 cb_params["train_dataset_element"] = inputs
                 if step_begin is not None:
                     step_begin(run_context)
-                cb_params["net_outputs"] = train_network(*inputs)
+                cb_params["net_outputs"] = step(*inputs)
                 if step_end is not None:
                     step_end(run_context)
                 if stop_after_step(run_context):
@@ -606,10 +618,7 @@ class Model:
         manager.on_train_end(run_context)
 
     def _eval_in_fit(self, valid_dataset: Iterable[Any], manager: CallbackManager, cb_params: CallbackParams) -> None:
-        subset = [
-            cb for cb in manager.callbacks
-            if type(cb).__name__ not in INTERNAL_CALLBACK_NAMES or type(cb).__name__ == "TimeMonitor"
-        ]
+        subset = [cb for cb in manager.callbacks if receives_fit_eval_hooks(cb)]
         saved = {key: cb_params.get(key) for key in ("cur_step_num", "batch_num", "dataset_sink_mode", "net_outputs")}
         cb_params["eval_network"] = self._eval_network
         cb_params["valid_dataset"] = valid_dataset
@@ -729,15 +738,18 @@ def _update_metrics(metric_fns: Mapping[str, Any], outputs: tuple[Any, ...], ind
             metric.update(logits, label)
 
 
-def _resume_point(resume: Mapping[str, Any], initial_epoch: int, epoch: int, batch_num: int) -> tuple[int, int, int, Any]:
-    """Validate a ``cb_params["resume_from"]`` request set by a callback in ``on_train_begin``.
+def _attach_backward_end(train_network: nn.Module, backward_end: Callable[[], bool]) -> None:
+    """Give the training step the run's ``on_train_backward_end`` hooks (removed when the run ends)."""
+    if not isinstance(train_network, TrainOneStepCell):
+        raise ValueError(
+            "A callback implements on_train_backward_end, which runs between backward and the optimizer step, "
+            "but this Model has no optimizer: build it with Model(network, loss_fn, optimizer)."
+        )
+    train_network.set_backward_end(backward_end)
 
-    The request is a dict: ``epoch`` (0-based index of the epoch to enter, i.e. the
-    number of epochs already complete), ``step_in_epoch`` (batches of that epoch
-    already trained, skipped without running hooks), ``cur_step_num`` (the global
-    step counter to continue from) and optionally ``after_skip`` (called once the
-    batches are skipped, e.g. to restore the random-number state of that moment).
-    """
+
+def _resume_point(resume: Mapping[str, Any], initial_epoch: int, epoch: int, batch_num: int) -> tuple[int, int, int, Any]:
+    """Validate a request made with :meth:`RunContext.resume_at` in ``on_train_begin``."""
     first_epoch = int(resume["epoch"])
     skip = int(resume.get("step_in_epoch", 0))
     cur_step = int(resume.get("cur_step_num", 0))

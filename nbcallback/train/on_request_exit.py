@@ -12,13 +12,12 @@ from typing import Any, Iterable, Mapping
 import torch
 import torch.distributed as dist
 
+from nbcallback.train._params import backbone_of, is_data_parallel
 from nbcallback.train._validation import check_bool
 from nbcallback.train.callback import Callback, RunContext
 from nbcallback.train.distributed import acts_on_rank, collective_device
-from nbcallback.train.checkpoint import describe_network
-from nbcallback.train.early_stopping import backbone_of, is_data_parallel
 from nbcallback.train.interrupt import SignalStop
-from nbcallback.train.serialization import atomic_write, load_checkpoint, save_checkpoint
+from nbcallback.train.serialization import atomic_write, describe_network, load_checkpoint, save_checkpoint
 
 __all__ = ["OnRequestExit"]
 

@@ -25,7 +25,10 @@ What is measured, and where:
   parts: *forward* (the network's forward pre-hook to its forward hook; the
   loss function is not part of it), *backward* (the network's forward hook to
   the optimizer's step pre-hook: the loss, ``zero_grad`` and ``backward``) and
-  *optimizer* (``optimizer.step``'s pre-hook to its post-hook). A train network
+  *optimizer* (``optimizer.step``'s pre-hook to its post-hook). The
+  ``on_train_backward_end`` hooks, which run between backward and the optimizer
+  step, are their callbacks' rows, not the backward's; a step whose optimizer
+  step a callback skips (gradient accumulation) leaves its backward in the loop. A train network
   that is not a ``TrainOneStepCell`` (no optimizer given to ``Model``) is timed
   as one *forward* part.
 * **the evaluation** (fit's validation, or ``Model.eval``): *forward* (the
@@ -63,11 +66,9 @@ from typing import Any, Callable
 
 import torch
 
-from nbcallback.train.callback import EVAL_HOOKS, LEGACY_OF, Callback, RunContext
+from nbcallback.train.callback import BACKWARD_HOOK, EVAL_HOOKS, LEGACY_OF, Callback, Dispatch, RunContext
 
 __all__ = ["CallbackProfiler", "ProfileRow"]
-
-_Dispatch = dict[str, list[tuple[Callback, Callable[[RunContext], None]]]]
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,7 @@ class CallbackProfiler(Callback):
         self._optimizer: list[float] = [0, 0.0]
         self._t_forward = 0.0
         self._t_backward: float | None = None
+        self._hooks_in_backward = 0.0
         self._t_optimizer = 0.0
         self._eval_started = 0.0
         self._eval_before = 0.0
@@ -197,18 +199,18 @@ class CallbackProfiler(Callback):
         None when the profiler times none of its hooks (itself, or a callback without hooks)."""
         return self._labels.get(id(callback))
 
-    def _instrument_dispatch(self, dispatch: _Dispatch) -> _Dispatch:
-        """Called by the trainer's callback manager once it has entered the callbacks.
+    def instrument_hooks(self, dispatch: Dispatch) -> Dispatch:
+        """The run's table of hook calls with every other callback's hook methods timed.
 
-        Returns the dispatch table with every other callback's hook methods timed,
-        and this profiler's own hooks moved first (``*_begin``) or last (``*_end``).
+        This profiler's own hooks move first (``*_begin``) or last (``*_end``).
+        (:meth:`Callback.instrument_hooks`: called once the callbacks are entered.)
         """
         for callback in {id(cb): cb for entries in dispatch.values() for cb, _ in entries}.values():
             if callback is not self and id(callback) not in self._labels:
                 name = type(callback).__name__
                 taken = sum(1 for label in self._labels.values() if label.split("#")[0] == name)
                 self._labels[id(callback)] = name if not taken else f"{name}#{taken + 1}"
-        timed: _Dispatch = {}
+        timed: Dispatch = {}
         for hook, entries in dispatch.items():
             mine = [(cb, method) for cb, method in entries if cb is self]
             others = [(cb, self._timed(cb, hook, method)) for cb, method in entries if cb is not self]
@@ -219,11 +221,24 @@ class CallbackProfiler(Callback):
         key = (self._labels[id(callback)], hook)
         slot = self._slots.get(key)
         if slot is None:
-            legacy = LEGACY_OF[hook]
-            forwards = getattr(type(callback), hook, None) is getattr(Callback, hook) and \
+            legacy = LEGACY_OF.get(hook)
+            forwards = legacy is not None and getattr(type(callback), hook, None) is getattr(Callback, hook) and \
                 getattr(type(callback), legacy, None) is not getattr(Callback, legacy)
             slot = self._slots[key] = [0, 0.0, legacy if forwards else None]
         clock = time.perf_counter
+        if hook == BACKWARD_HOOK:  # runs inside the step's backward part: charged to the callback, not twice
+
+            def timed_backward_hook(run_context: RunContext) -> None:
+                start = clock()
+                try:
+                    method(run_context)
+                finally:
+                    spent = clock() - start
+                    slot[0] += 1
+                    slot[1] += spent
+                    self._hooks_in_backward += spent
+
+            return timed_backward_hook
 
         def timed_hook(run_context: RunContext) -> None:
             start = clock()
@@ -316,6 +331,7 @@ class CallbackProfiler(Callback):
             slot[0] += 1
             slot[1] += now - self._t_forward
             self._t_backward = now
+            self._hooks_in_backward = 0.0
         elif self._in_eval and not grad:
             self._add(self._eval_name(), "forward", now - self._t_forward)
         # Else: the network run from inside a callback; that time is the callback's.
@@ -327,7 +343,7 @@ class CallbackProfiler(Callback):
         if self._t_backward is not None:
             slot = self._backward
             slot[0] += 1
-            slot[1] += now - self._t_backward
+            slot[1] += now - self._t_backward - self._hooks_in_backward
             self._t_backward = None
         self._t_optimizer = now
 

@@ -1,49 +1,18 @@
 """``ReduceLROnPlateau``: lower the learning rate when a monitored value stops improving."""
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
 
-import torch
-
+from nbcallback.train._monitor import MonitorCallback, check_number
+from nbcallback.train._params import optimizer_of, set_group_lr
 from nbcallback.train._validation import check_bool, check_non_negative_int
-from nbcallback.train.callback import Callback, RunContext
+from nbcallback.train.callback import RunContext
 from nbcallback.train.distributed import acts_on_rank
-from nbcallback.train.early_stopping import (
-    check_monitor,
-    check_number,
-    is_improvement,
-    monitor_value,
-    resolve_mode,
-)
 
 __all__ = ["ReduceLROnPlateau"]
 
 
-def set_group_lr(group: dict, value: float) -> None:
-    """Assign a learning rate to one param group, in place when it is a tensor."""
-    current = group["lr"]
-    if isinstance(current, torch.Tensor):
-        with torch.no_grad():
-            current.fill_(value)
-    else:
-        group["lr"] = value
-
-
-def optimizer_of(cb_params: Mapping[str, Any], owner: str) -> torch.optim.Optimizer:
-    """``cb_params.optimizer``, or a ValueError saying how to give the Model one."""
-    optimizer = cb_params.get("optimizer")
-    if optimizer is None:
-        optimizer = getattr(cb_params.get("train_network"), "optimizer", None)
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise ValueError(
-            f"For '{owner}', the model has no optimizer whose learning rate could be changed: build it with "
-            "Model(network, loss_fn, optimizer) where optimizer is a torch.optim.Optimizer."
-        )
-    return optimizer
-
-
-class ReduceLROnPlateau(Callback):
+class ReduceLROnPlateau(MonitorCallback):
     """Multiply the learning rate by ``factor`` when ``monitor`` stalls for ``patience`` epochs.
 
     Args:
@@ -73,6 +42,9 @@ class ReduceLROnPlateau(Callback):
     every rank changes its rate at the same epoch.
     """
 
+    owner = "ReduceLROnPlateau"
+    missing_warning = "Learning rate reduction is conditioned on %s, which is not available. Available choices are: %s"
+
     def __init__(
         self,
         monitor: str = "eval_loss",
@@ -84,9 +56,8 @@ class ReduceLROnPlateau(Callback):
         cooldown: int = 0,
         min_lr: float = 0,
     ) -> None:
-        super().__init__()
-        owner = "ReduceLROnPlateau"
-        self.monitor = check_monitor(monitor, owner)
+        super().__init__(monitor, mode, min_delta)
+        owner = self.owner
         if isinstance(factor, bool) or not isinstance(factor, (int, float)):
             raise TypeError(f"For '{owner}', the argument 'factor' must be float, but got {type(factor).__name__}.")
         if not 0.0 < factor < 1.0:
@@ -97,9 +68,6 @@ class ReduceLROnPlateau(Callback):
         self.factor = float(factor)
         self.patience = check_non_negative_int(patience, "patience", owner)
         self.verbose = check_bool(verbose, "verbose", owner)
-        self.mode = mode
-        self._direction = resolve_mode(mode, self.monitor, owner)
-        self.min_delta = abs(check_number(min_delta, "min_delta", owner))  # type: ignore[arg-type]
         self.cooldown = check_non_negative_int(cooldown, "cooldown", owner)
         min_lr_value = check_number(min_lr, "min_lr", owner)
         assert min_lr_value is not None
@@ -111,7 +79,7 @@ class ReduceLROnPlateau(Callback):
     def _reset(self) -> None:
         self.cooldown_counter = 0
         self.wait = 0
-        self.best = math.inf if self._direction == "min" else -math.inf
+        self.best = self.worst()
 
     def on_train_begin(self, run_context: RunContext) -> None:
         optimizer_of(run_context.original_args(), "ReduceLROnPlateau")
@@ -120,18 +88,13 @@ class ReduceLROnPlateau(Callback):
     def on_train_epoch_end(self, run_context: RunContext) -> None:
         cb_params = run_context.original_args()
         optimizer = optimizer_of(cb_params, "ReduceLROnPlateau")
-        current = monitor_value(
-            cb_params,
-            self.monitor,
-            "ReduceLROnPlateau",
-            "Learning rate reduction is conditioned on %s, which is not available. Available choices are: %s",
-        )
+        current = self.current(cb_params)
         if current is None:
             return
         if self.cooldown_counter > 0:
             self.cooldown_counter -= 1
             self.wait = 0
-        if is_improvement(current, self.best, self._direction, self.min_delta):
+        if self.improves(current, self.best):
             self.best = current
             self.wait = 0
         elif self.cooldown_counter <= 0:
@@ -150,10 +113,11 @@ class ReduceLROnPlateau(Callback):
                 self.cooldown_counter = self.cooldown
                 self.wait = 0
 
-    def _backup_state(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to continue as the uninterrupted one (kept by BackupAndRestore)."""
         return {"wait": self.wait, "best": self.best, "cooldown_counter": self.cooldown_counter}
 
-    def _restore_state(self, state: Mapping[str, Any], tensors: Mapping[str, torch.Tensor]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.wait = int(state["wait"])
         self.best = float(state["best"])
         self.cooldown_counter = int(state["cooldown_counter"])

@@ -47,6 +47,7 @@ __all__ = [
     "load_param_into_net",
     "atomic_write",
     "PARTIAL_MARKER",
+    "describe_network",
 ]
 
 FORMAT_NAME = "nbcallback-checkpoint"
@@ -648,3 +649,46 @@ def load_optimizer_entries(
 def _params(optimizer: torch.optim.Optimizer) -> Iterable[torch.Tensor]:
     for group in optimizer.param_groups:
         yield from group["params"]
+
+
+def describe_network(network: nn.Module) -> dict[str, Any]:
+    """A JSON-ready description of a module: its tree, parameters and buffers.
+
+    This is what ``{prefix}-graph.meta`` holds in place of MindSpore's compiled
+    graph: enough to see what a checkpoint belongs to without loading code.
+    """
+
+    def node(module: nn.Module, name: str) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": name, "type": type(module).__name__}
+        extra = module.extra_repr()
+        if extra:
+            entry["config"] = extra
+        own = [
+            {"name": pname, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""), "trainable": p.requires_grad}
+            for pname, p in module.named_parameters(recurse=False)
+        ]
+        if own:
+            entry["parameters"] = own
+        children = [node(child, cname) for cname, child in module.named_children()]
+        if children:
+            entry["children"] = children
+        return entry
+
+    parameters = [
+        {"name": name, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", "")}
+        for name, p in network.named_parameters()
+    ]
+    buffers = [
+        {"name": name, "shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", "")}
+        for name, b in network.named_buffers()
+    ]
+    return {
+        "format": "nbcallback-graph-meta",
+        "version": 1,
+        "network": type(network).__name__,
+        "parameter_count": sum(p.numel() for p in network.parameters()),
+        "parameters": parameters,
+        "buffers": buffers,
+        "tree": node(network, ""),
+        "repr": repr(network),
+    }

@@ -22,10 +22,10 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
+from nbcallback.train._params import backbone_of
 from nbcallback.train._validation import check_bool, loss_value
 from nbcallback.train.callback import BuiltinCallback, RunContext
 from nbcallback.train.distributed import acts_on_rank
-from nbcallback.train.early_stopping import backbone_of
 from nbcallback.train.serialization import atomic_write
 
 __all__ = ["SummaryCollector"]

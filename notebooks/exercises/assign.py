@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import os
 import re
 import shutil
 import subprocess
@@ -124,7 +125,11 @@ def install(dist: Path, lang: str = "en") -> int:
     shutil.rmtree(target / "tests", ignore_errors=True)
     shutil.copytree(dist / "student" / "tests", target / "tests")
     name = (target / NAME).relative_to(NOTEBOOKS).as_posix()
-    subprocess.run([sys.executable, str(NOTEBOOKS / "refresh_outputs.py"), name], check=True, cwd=NOTEBOOKS.parent)
+    # One torch thread, as the committed outputs; a teacher's OMP_NUM_THREADS wins (the outputs then differ in float
+    # digits only, and kept_float_noise keeps the committed ones).
+    threads = os.environ.get("OMP_NUM_THREADS") or "1"
+    subprocess.run([sys.executable, str(NOTEBOOKS / "refresh_outputs.py"), "--threads", threads, name], check=True,
+                   cwd=NOTEBOOKS.parent)
     without_check_outputs(target / NAME)
     return kept_float_noise(target / NAME, committed) if committed is not None else 0
 

@@ -274,3 +274,33 @@ def test_deletion_at_the_end_comes_after_a_pending_write(tmp_path):
     model.train(1, toy_batches(64), callbacks=BackupAndRestore(tmp_path))
     held.join(30)
     assert os.listdir(tmp_path) == []
+
+
+class _Tally(Callback):
+    """A user callback with state: the steps it saw and a running sum, kept through Callback.state_dict."""
+
+    def __init__(self):
+        self.steps, self.total = 0, torch.zeros(3)
+
+    def on_train_step_end(self, run_context):
+        self.steps += 1
+        self.total += 1.0
+
+    def state_dict(self):
+        return {"steps": self.steps, "total": self.total.clone()}
+
+    def load_state_dict(self, state):
+        self.steps, self.total = int(state["steps"]), state["total"].clone()
+
+
+def test_a_user_callback_with_state_dict_resumes_with_its_state(tmp_path):
+    """state_dict/load_state_dict is the documented seam: a resumed run's callback continues its counts."""
+    model, _, _ = toy_model()
+    with pytest.raises(RuntimeError, match="crash"):
+        model.train(3, toy_batches(), callbacks=[BackupAndRestore(tmp_path), _Tally(), Crash(step=13)])
+    entries = load_checkpoint(str(tmp_path / "backup.ckpt"))
+    assert torch.equal(entries["backup.callback.1.total"], torch.full((3,), 8.0))  # tensors stored as tensors
+    tally = _Tally()
+    model, _, _ = toy_model()
+    model.train(3, toy_batches(), callbacks=[BackupAndRestore(tmp_path), tally])
+    assert tally.steps == 24 and torch.equal(tally.total, torch.full((3,), 24.0))

@@ -404,7 +404,7 @@ def test_train_callback_module_is_mindspore_1x_path_with_the_same_classes():
     names = ["ModelCheckpoint", "CheckpointConfig", "LossMonitor", "TimeMonitor", "SummaryCollector", "Callback",
              "RunContext", "History", "LambdaCallback", "EarlyStopping", "ReduceLROnPlateau",
              "LearningRateScheduler", "BackupAndRestore", "OnRequestExit", "TerminateOnNaN", "BestCheckpoint",
-             "HookTrace", "CallbackProfiler"]
+             "HookTrace", "CallbackProfiler", "GradientClipping"]
     for name in names:
         assert getattr(callback_module, name) is getattr(train, name), name
         assert name in callback_module.__all__ and name in dir(callback_module)

@@ -274,6 +274,19 @@ def test_exception_save_before_first_step_of_epoch(tmp_path):
     assert ckpts(tmp_path) == ["e-2_0_breakpoint.ckpt"]
 
 
+def test_only_the_last_model_checkpoint_writes_the_breakpoint(tmp_path):
+    """MindSpore's rule: one breakpoint per failure, by the last ModelCheckpoint of the list (if it asks for one)."""
+    first = ModelCheckpoint("first", str(tmp_path), CheckpointConfig(save_checkpoint_steps=100, exception_save=True))
+    last = ModelCheckpoint("last", str(tmp_path), CheckpointConfig(save_checkpoint_steps=100, exception_save=True))
+    with pytest.raises(RuntimeError):
+        make_model().train(1, blobs(5), callbacks=[first, Fail(step=3), last])
+    assert ckpts(tmp_path) == ["last-1_3_breakpoint.ckpt"]
+    quiet_last = ModelCheckpoint("quiet", str(tmp_path / "q"), CheckpointConfig(save_checkpoint_steps=100))
+    with pytest.raises(RuntimeError):
+        make_model().train(1, blobs(5), callbacks=[first, Fail(step=3), quiet_last])
+    assert ckpts(tmp_path) == ["last-1_3_breakpoint.ckpt"]
+
+
 def test_no_breakpoint_without_exception_save(tmp_path):
     cb = ModelCheckpoint("n", str(tmp_path), CheckpointConfig(save_checkpoint_steps=100))
     with pytest.raises(RuntimeError):

@@ -490,8 +490,7 @@ def test_resume_protocol():
 
     class Resume(Callback):
         def on_train_begin(self, run_context):
-            run_context.original_args()["resume_from"] = {
-                "epoch": 1, "step_in_epoch": 2, "cur_step_num": 6, "after_skip": lambda: calls.append("after")}
+            run_context.resume_at(1, step_in_epoch=2, cur_step_num=6, after_skip=lambda: calls.append("after"))
 
     rec = Recorder(snapshot=lambda hook, cb: (cb.get("cur_epoch_num"), cb.get("cur_step_num"),
                                               cb.get("train_dataset_element")))
@@ -501,14 +500,13 @@ def test_resume_protocol():
     assert torch.equal(steps[0][2][0], data[2][0])
     assert calls == ["after"]
     assert [s[0] for h, s in rec.snaps if h == "on_train_epoch_begin"] == [2, 3]
-    assert "resume_from" not in rec.snaps[-1][1]
 
 
 @pytest.mark.parametrize("resume", [{"epoch": 5}, {"epoch": 1, "step_in_epoch": 4}, {"epoch": 0, "cur_step_num": -1}])
 def test_resume_protocol_invalid(resume):
     class Resume(Callback):
         def on_train_begin(self, run_context):
-            run_context.original_args()["resume_from"] = resume
+            run_context.resume_at(**resume)
 
     with pytest.raises(ValueError, match="Cannot resume"):
         make_model().train(3, blobs(4), callbacks=Resume())

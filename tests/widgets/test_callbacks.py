@@ -455,7 +455,7 @@ def test_a_resumed_run_counts_what_was_trained_before_it() -> None:
 
     class Resume(Callback):
         def on_train_begin(self, run_context) -> None:
-            run_context.original_args()["resume_from"] = {"epoch": 1, "step_in_epoch": 10, "cur_step_num": 50}
+            run_context.resume_at(1, step_in_epoch=10, cur_step_num=50)
 
     model, _ = new_model()
     out = io.StringIO()

@@ -1,6 +1,8 @@
 """Ported from mindspore-ai/mindspore tests/ut/python/dataset/test_callbacks.py.
 
-The event lists are built and compared exactly as in MindSpore. Differences:
+The event lists are built and compared exactly as in MindSpore, and the
+classes come from MindSpore's import (``nbcallback.dataset.callback``).
+Differences:
 
 * MindSpore's ``Net`` (a Cell returning ``x``) becomes a torch module with one
   parameter returning a scalar, trained by ``Model(net, optimizer=None)``;
@@ -10,28 +12,32 @@ The event lists are built and compared exactly as in MindSpore. Differences:
 * test_callbacks_non_sink_mismatch_size: MindSpore waits
   ``config.set_callback_timeout(1)`` second and raises "ds_step_begin timed out
   after 1 second(s)". nbcallback's pipeline runs in the training thread, so the
-  wait could never end: the RuntimeError comes at once and names
-  ``ds_step_begin``, step 3 and ``step_size`` (the timeout setting is not used).
+  wait could never end: the RuntimeError comes at once, quotes that message and
+  names ``ds_step_begin``, step 3 and ``step_size``.
 * test_callbacks_sink_simulation and test_callbacks_train_end drive the
   pipeline through ``to_device()``/``send()`` (the device queue, which
-  nbcallback does not have) in MindSpore's background thread. Ported as the
-  same event sequences with the training side driven by hand in the iterating
-  thread: the simulation calls ``step_end``/``epoch_end`` between the rows it
-  takes (``begin`` first, which Model calls), and train_end checks that after
-  ``end`` the pipeline runs to the end without waiting.
+  nbcallback does not have) in MindSpore's background thread, with sleeps.
+  Ported with a consumer thread iterating the pipeline instead of ``send()``,
+  and the rows handed over through a queue instead of the sleeps: the same
+  event sequences, and train_end checks that after ``end`` the waiting
+  pipeline runs to the end. Both are also run in one thread (the training side
+  driven between the rows taken, ``begin`` first, which Model calls).
 * test_callbacks_exceptions: MindSpore's assertion sits inside the
   ``pytest.raises`` block (never reached); here it is checked after it.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
+
+import queue
 
 import pytest
 import torch
 
 import nbcallback.dataset as ds
-from nbcallback.dataset import DSCallback, WaitedDSCallback
+from nbcallback.dataset.callback import DSCallback, WaitedDSCallback
 from nbcallback.train import Callback, Model
+from tests.dataset.waiting import DEADLINE_S, Worker
 
 
 class BaseCallback(DSCallback):
@@ -305,6 +311,9 @@ def test_callbacks_non_sink_batch_size2() -> None:
 
 
 def test_callbacks_non_sink_mismatch_size() -> None:
+    default_timeout = ds.config.get_callback_timeout()
+    ds.config.set_callback_timeout(1)
+
     events: list = []
     my_cb1 = MyWaitedCallback(events, 2)
     my_cb2 = MyMSCallback(events)
@@ -314,9 +323,12 @@ def test_callbacks_non_sink_mismatch_size() -> None:
     data = data.batch(3)
     net = Net()
     model = Model(net, optimizer=None)
-    with pytest.raises(RuntimeError) as err:
-        model.train(2, data, dataset_sink_mode=False, callbacks=[my_cb2, my_cb1])
-    assert "ds_step_begin" in str(err.value)
+    try:
+        with pytest.raises(RuntimeError) as err:
+            model.train(2, data, dataset_sink_mode=False, callbacks=[my_cb2, my_cb1])
+    finally:
+        ds.config.set_callback_timeout(default_timeout)
+    assert "ds_step_begin timed out after 1 second(s)" in str(err.value)
     assert "step 3" in str(err.value) and "step_size" in str(err.value)
 
 
@@ -345,7 +357,48 @@ def test_callbacks_validations() -> None:
     assert "Provided Callback class did not override any of the 6 callback methods." in str(err.value)
 
 
+SINK_SIMULATION_EVENTS = ['ms_step_end_1_1', 'ds_step_begin_1_2', 'ms_step_end_1_2', 'ds_step_begin_1_3',
+                          'ms_step_end_1_3', 'ds_step_begin_1_4', 'ms_step_end_1_4',
+                          'ms_epoch_end_1_4', 'ds_epoch_begin_2_4',
+                          'ds_step_begin_2_5', 'ms_step_end_2_5', 'ds_step_begin_2_6',
+                          'ms_step_end_2_6', 'ds_step_begin_2_7', 'ms_step_end_2_7', 'ds_step_begin_2_8',
+                          'ms_step_end_2_8', 'ms_epoch_end_2_8']
+
+
+def send(iterator: Iterator[Any], epochs: int) -> tuple[Worker, "queue.Queue[Any]"]:
+    """MindSpore's ``to_device().send(num_epochs)``: a thread runs the pipeline; its rows come through a queue."""
+    rows: queue.Queue = queue.Queue()
+
+    def run() -> None:
+        for _ in range(epochs):
+            for row in iterator:
+                rows.put(row)
+        rows.put(None)
+
+    return Worker(run), rows
+
+
 def test_callbacks_sink_simulation() -> None:
+    events: list = []
+    epochs = 2
+    my_cb = MyWaitedCallback(events, 1)
+    data = ds.NumpySlicesDataset([1, 2, 3, 4], shuffle=False)
+    data = data.map(operations=(lambda x: x), callbacks=my_cb)
+    sender, rows = send(data.create_tuple_iterator(num_epochs=epochs), epochs)
+    for e in range(epochs):
+        for s in range(4):
+            rows.get(timeout=DEADLINE_S)  # (MindSpore: time.sleep(0.5))
+            events.append(f"ms_step_end_{e + 1}_{e * 4 + s + 1}")
+            my_cb.step_end(run_context=0)
+        events.append(f"ms_epoch_end_{e + 1}_{(e + 1) * 4}")
+        my_cb.epoch_end(run_context=0)
+    assert rows.get(timeout=DEADLINE_S) is None
+    sender.result()
+
+    assert events == SINK_SIMULATION_EVENTS
+
+
+def test_callbacks_sink_simulation_in_one_thread() -> None:
     events: list = []
     epochs = 2
     my_cb = MyWaitedCallback(events, 1)
@@ -359,14 +412,8 @@ def test_callbacks_sink_simulation() -> None:
             my_cb.step_end(run_context=0)
         events.append(f"ms_epoch_end_{e + 1}_{(e + 1) * 4}")
         my_cb.epoch_end(run_context=0)
-    expected_synced_events = ['ms_step_end_1_1', 'ds_step_begin_1_2', 'ms_step_end_1_2', 'ds_step_begin_1_3',
-                              'ms_step_end_1_3', 'ds_step_begin_1_4', 'ms_step_end_1_4',
-                              'ms_epoch_end_1_4', 'ds_epoch_begin_2_4',
-                              'ds_step_begin_2_5', 'ms_step_end_2_5', 'ds_step_begin_2_6',
-                              'ms_step_end_2_6', 'ds_step_begin_2_7', 'ms_step_end_2_7', 'ds_step_begin_2_8',
-                              'ms_step_end_2_8', 'ms_epoch_end_2_8']
 
-    assert events == expected_synced_events
+    assert events == SINK_SIMULATION_EVENTS
 
 
 def test_callbacks_repeat() -> None:
@@ -395,7 +442,23 @@ def test_callbacks_exceptions() -> None:
 
 
 def test_callbacks_train_end() -> None:
-    # MindSpore: no asserts, just no deadlock or exception. After end(), every row comes without waiting.
+    # MindSpore: no asserts, just no deadlock or exception. The pipeline waits for step 1 to end; end() releases it
+    # for good, and every row comes.
+    events: list = []
+    epochs = 2
+
+    my_cb = MyWaitedCallback(events, 1)
+    data = ds.NumpySlicesDataset([1, 2, 3, 4], shuffle=False)
+    data = data.map(operations=(lambda x: x), callbacks=[my_cb])
+    sender, rows = send(data.create_tuple_iterator(num_epochs=epochs), epochs)
+    first = rows.get(timeout=DEADLINE_S)  # (MindSpore: time.sleep(0.5))
+    my_cb.end(run_context={})
+    rest = [rows.get(timeout=DEADLINE_S) for _ in range(4 * epochs)]
+    sender.result()
+    assert [int(row[0]) for row in [first, *rest[:-1]]] == [1, 2, 3, 4] * epochs and rest[-1] is None
+
+
+def test_callbacks_train_end_in_one_thread() -> None:
     events: list = []
     epochs = 2
 

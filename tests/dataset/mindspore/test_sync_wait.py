@@ -3,11 +3,14 @@
 Every test is ported with its assertions. Differences: the MindSpore tests
 that only iterate (test_simple_shuffle_sync, test_two_sync,
 test_multiple_iterators) also assert here that the whole dataset came through
-and that no sync_wait had to be disabled (an nbcallback sync_wait that would
-wait warns and disables itself at once, see ``Dataset.sync_wait``), which is
-what MindSpore checks implicitly by not timing out. test_sync_exception_01 is
-also asserted with the condition deeper in the pipeline. test_sync_timeout is
-new: MindSpore's timeout warning (here immediate) when sync_update is missing.
+and that no sync_wait had to be disabled (a sync_wait that times out warns,
+and one iterated in the thread that calls sync_update warns and disables
+itself at once, see ``Dataset.sync_wait``), which is what MindSpore checks
+implicitly by not timing out. test_sync_exception_01 is also asserted with the
+condition deeper in the pipeline. test_sync_timeout is new: MindSpore's
+timeout warning when sync_update is missing, for a pipeline iterated in a
+consumer thread (after ``config.get_callback_timeout()`` seconds, here a
+fraction of one) and in the thread that would call sync_update (at once).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import numpy as np
 import pytest
 
 import nbcallback.dataset as ds
+from tests.dataset.waiting import callback_timeout, in_thread
 
 
 def gen() -> Iterator[tuple[np.ndarray]]:
@@ -40,7 +44,7 @@ class Augment:
 def no_disabled_sync() -> Iterator[None]:
     """A sync_wait that had to be disabled warns: none of these tests may need it."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=r"sync_wait\(", category=RuntimeWarning)
+        warnings.filterwarnings("error", message=r"(sync_wait\(|Timeout happened in sync_wait)", category=RuntimeWarning)
         yield
 
 
@@ -229,6 +233,16 @@ def test_sync_exception_05() -> None:
 
 def test_sync_timeout() -> None:
     # MindSpore: the row waits callback_timeout seconds, then a warning and the sync_wait is disabled.
+    dataset = ds.GeneratorDataset(gen, column_names=["input"]).sync_wait(condition_name="policy").batch(10)
+    with callback_timeout(0.2), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = in_thread(lambda: [int(v) for batch in dataset.create_tuple_iterator(num_epochs=1) for v in batch[0]])
+    assert rows == list(range(100))
+    assert [str(w.message)[:40] for w in caught] == ["Timeout happened in sync_wait, maybe dat"]
+
+
+def test_sync_timeout_in_the_thread_that_calls_sync_update() -> None:
+    # Nothing else could call sync_update: nbcallback warns and disables the sync_wait at once.
     dataset = ds.GeneratorDataset(gen, column_names=["input"]).sync_wait(condition_name="policy").batch(10)
     with pytest.warns(RuntimeWarning, match="sync_update"):
         rows = [int(v) for batch in dataset.create_tuple_iterator(num_epochs=1) for v in batch[0]]
