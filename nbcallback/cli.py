@@ -214,6 +214,7 @@ def _run(args: argparse.Namespace) -> int:
     import torch
     from torch import nn
 
+    import nbcallback.train  # noqa: F401 -- keeps torch to the CPU quota first (nbcallback._cpu); --threads then wins
     threads = args.threads or (int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit() else None)
     if threads:
         torch.set_num_threads(threads)

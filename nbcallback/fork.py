@@ -11,9 +11,11 @@ then commits and pushes the changed files. The repository and branch are kept in
 ``nbcallback/repository.py``; this command writes them there and rewrites every place that points at a
 repository on GitHub for a learner to click or run:
 
-* Binder badges and links (``https://mybinder.org/v2/gh/<owner>/<name>/<branch>...``) and Colab badges
-  (``https://colab.research.google.com/github/<owner>/<name>/blob/<branch>/...``), whatever repository they
-  name;
+* Binder badges and links (``https://mybinder.org/v2/gh/<owner>/<name>/<branch>...``), Colab badges
+  (``https://colab.research.google.com/github/<owner>/<name>/blob/<branch>/...``) and Codespaces badges
+  (``https://codespaces.new/<owner>/<name>/tree/<branch>``), whatever repository they name;
+* the README's clone line, ``git clone https://github.com/<owner>/<name> && cd <name>`` (the folder the clone
+  makes), and the Codespaces words of the teacher pages, ``Create codespace on <branch>``;
 * the Colab install cells' ``git+https://github.com/<owner>/<name>@<branch>`` (the branch is added where it
   was missing), ``https://raw.githubusercontent.com/<owner>/<name>/<branch>/...`` and
   ``https://github.com/<owner>/<name>[/tree|blob/<branch>]`` links, where they name this project: the
@@ -24,6 +26,10 @@ It looks at every file of the checkout that git tracks or would track (``git ls-
 --exclude-standard``; every file but build and cache folders where there is no git), except ``tests/``
 (their expected values are not links for learners) and this module. Text only: a notebook is rewritten as
 text, so its cells, outputs and JSON layout stay as they were and its English and Chinese versions stay alike.
+
+``--private-masters`` also keeps the exercises' solutions and hidden tests out of the fork (:data:`PRIVATE`):
+git stops tracking them and ignores them, so the next commit removes them from the fork's branch while they
+stay on the teacher's disk, where ``notebooks/exercises/assign.py`` reads them.
 """
 from __future__ import annotations
 
@@ -47,6 +53,8 @@ SKIPPED_FILES = ("nbcallback/fork.py", REPOSITORY_FILE)
 _NOT_PROJECT_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".pytest_cache",
                      ".hypothesis", ".ipynb_checkpoints", ".mypy_cache", ".ruff_cache", "__marimo__"}
 _MAX_BYTES = 50_000_000
+#: A file without any of these has no link to rewrite.
+_WORDS = ("github", "mybinder", "codespace")
 
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 _NAME = r"[A-Za-z0-9._-]*[A-Za-z0-9_-]"  # not ending with a dot (the end of a sentence)
@@ -54,16 +62,27 @@ _BRANCH = r"[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?"
 _REPO = rf"{_OWNER}/{_NAME}"
 
 #: Each form of link: its regular expression (groups ``repo`` and ``branch``), whether it counts whatever
-#: repository it names (badges into this project's notebooks) and whether it must carry the branch.
-_FORMS: dict[str, tuple[str, bool, bool]] = {
-    "binder": (rf"https://mybinder\.org/v2/gh/(?P<binder_repo>{_REPO})/(?P<binder_branch>{_BRANCH})", True, True),
+#: repository it names (badges into this project's notebooks) and what to add where the branch is missing
+#: (None: nothing, the link may name no branch).
+_FORMS: dict[str, tuple[str, bool, str | None]] = {
+    "binder": (rf"https://mybinder\.org/v2/gh/(?P<binder_repo>{_REPO})/(?P<binder_branch>{_BRANCH})", True, ""),
     "colab": (rf"https://colab\.research\.google\.com/github/(?P<colab_repo>{_REPO})/blob/(?P<colab_branch>{_BRANCH})/",
-              True, True),
-    "pip": (rf"git\+https://github\.com/(?P<pip_repo>{_REPO})(?:@(?P<pip_branch>{_BRANCH}))?", False, True),
-    "raw": (rf"https://raw\.githubusercontent\.com/(?P<raw_repo>{_REPO})/(?P<raw_branch>{_BRANCH})/", False, True),
-    "page": (rf"https://github\.com/(?P<page_repo>{_REPO})(?:/(?:tree|blob)/(?P<page_branch>{_BRANCH}))?", False, False),
+              True, ""),
+    "codespaces": (rf"https://codespaces\.new/(?P<codespaces_repo>{_REPO})(?:/tree/(?P<codespaces_branch>{_BRANCH}))?",
+                   True, "/tree/{branch}"),
+    "clone": (rf"git clone https://github\.com/(?P<clone_repo>{_REPO}?)(?:\.git)?\s*&&\s*cd\s+(?P<clone_folder>[A-Za-z0-9._-]+)",
+              False, None),
+    "words": (rf"Create codespace on (?P<words_branch>{_BRANCH})", True, None),
+    "pip": (rf"git\+https://github\.com/(?P<pip_repo>{_REPO})(?:@(?P<pip_branch>{_BRANCH}))?", False, "@{branch}"),
+    "raw": (rf"https://raw\.githubusercontent\.com/(?P<raw_repo>{_REPO})/(?P<raw_branch>{_BRANCH})/", False, ""),
+    "page": (rf"https://github\.com/(?P<page_repo>{_REPO})(?:/(?:tree|blob)/(?P<page_branch>{_BRANCH}))?", False, None),
 }
 LINK = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, (pattern, _, _) in _FORMS.items()))
+#: What ``--private-masters`` keeps out of the fork's branch (git stops tracking it and ignores it; the files
+#: stay on disk): the exercises' masters (solutions, hidden tests) and the project's tests of the exercises
+#: (they read the masters, and hold wrong and nearly right answers). binder/postBuild removes the same folders
+#: from a Binder image or a Codespace.
+PRIVATE = ("notebooks/exercises/master", "tests/exercises")
 _SETTING = re.compile(r'^(?P<key>REPOSITORY|BRANCH) = "(?P<value>[^"\n]*)"[ \t]*$', re.MULTILINE)
 
 _REPOSITORY_ARGUMENT = re.compile(rf"^{_REPO}$")
@@ -186,20 +205,29 @@ def _rewrite(text: str, target: Target, ours: set[str]) -> tuple[str, list[tuple
     def replace(match: re.Match[str]) -> str:
         kind = match.lastgroup
         assert kind is not None
-        _, any_repository, needs_branch = _FORMS[kind]
-        repo, branch = match.group(f"{kind}_repo"), match.group(f"{kind}_branch")
+        _, any_repository, missing_branch = _FORMS[kind]
         link = match.group(0)
-        if not any_repository and repo.lower() not in ours:
-            return link  # another project on GitHub
         start = match.start()
-        new = link[: match.start(f"{kind}_repo") - start] + target.repository
-        if branch is not None:
-            new += link[match.end(f"{kind}_repo") - start: match.start(f"{kind}_branch") - start] + target.branch
-            new += link[match.end(f"{kind}_branch") - start:]
-        else:
-            new += link[match.end(f"{kind}_repo") - start:]
-            if needs_branch:
-                new += f"@{target.branch}"
+        groups = {name[len(kind) + 1:]: name for name in match.re.groupindex if name.startswith(f"{kind}_")}
+        repo = match.group(groups["repo"]) if "repo" in groups else None
+        if not any_repository and (repo is None or repo.lower() not in ours):
+            return link  # another project on GitHub
+        replacements = []  # (group, new value), left to right
+        if repo is not None:
+            replacements.append((groups["repo"], target.repository))
+        if "branch" in groups and match.group(groups["branch"]) is not None:
+            replacements.append((groups["branch"], target.branch))
+        if "folder" in groups:  # the clone line: the folder git clone makes is the repository's name
+            replacements.append((groups["folder"], target.repository.split("/", 1)[1]))
+        new, end = "", start
+        for group, value in sorted(replacements, key=lambda item: match.start(item[0])):
+            new += text[end: match.start(group)] + value
+            end = match.end(group)
+        tail = text[end: match.end()]
+        if "branch" in groups and match.group(groups["branch"]) is None and missing_branch:
+            new += text[end: match.end(groups["repo"])] + missing_branch.format(branch=target.branch)
+            tail = text[match.end(groups["repo"]): match.end()]
+        new += tail
         if new != link:
             changes.append((start, link, new))
         return new
@@ -227,7 +255,7 @@ def stale_places(root: Path, target: Target | None = None) -> list[Place]:
                             f"{target.repository} ({target.branch})"))
     for name in project_files(root):
         text = _read_text(root / name)
-        if text is None or ("github" not in text and "mybinder" not in text):
+        if text is None or not any(word in text for word in _WORDS):
             continue
         for offset, link, new in _rewrite(text, target, ours)[1]:
             places.append(Place(name, text.count("\n", 0, offset) + 1, link, new))
@@ -255,7 +283,7 @@ def apply(root: Path, target: Target) -> dict[str, int]:
     for name in project_files(root):
         path = root / name
         text = _read_text(path)
-        if text is None or ("github" not in text and "mybinder" not in text):
+        if text is None or not any(word in text for word in _WORDS):
             continue
         new, changes = _rewrite(text, target, ours)
         if changes:
@@ -265,6 +293,55 @@ def apply(root: Path, target: Target) -> dict[str, int]:
     if write_configuration(root, target):
         changed[REPOSITORY_FILE] = 1
     return changed
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise ForkError(f"--private-masters needs git, which could not run ({error}): install git, or remove "
+                        f"{', '.join(PRIVATE)} from the fork by hand") from None
+    if done.returncode != 0:
+        raise ForkError(f"git {' '.join(args)} failed in {root}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def tracked_private(root: Path) -> dict[str, int]:
+    """How many files of each :data:`PRIVATE` folder git tracks in the checkout ({} where there is no git)."""
+    if not (root / ".git").exists():
+        return {}
+    try:
+        listed = _git(root, "ls-files", "-z", "--", *PRIVATE)
+    except ForkError:
+        return {}
+    counts: dict[str, int] = {}
+    for name in filter(None, listed.split("\0")):
+        folder = next(folder for folder in PRIVATE if name.startswith(folder + "/"))
+        counts[folder] = counts.get(folder, 0) + 1
+    return counts
+
+
+def make_private(root: Path) -> list[str]:
+    """Stop tracking the :data:`PRIVATE` folders and ignore them (their files stay on disk); what was done, in words."""
+    if not (root / ".git").exists():
+        raise ForkError(f"--private-masters needs the clone's git repository, and {root} has no .git: run it in "
+                        f"your clone of the fork")
+    done = []
+    for folder, count in tracked_private(root).items():
+        _git(root, "rm", "-r", "-q", "--cached", "--", folder)
+        done.append(f"{folder}/: {count} file(s) no longer tracked by git, kept on this disk; the next commit "
+                    f"removes them from the fork's branch")
+    ignore = root / ".gitignore"
+    text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    missing = [f"/{folder}/" for folder in PRIVATE if f"/{folder}/" not in text.splitlines()]
+    if missing:
+        block = ("" if not text or text.endswith("\n") else "\n") + (
+            "# The exercises' solutions and hidden tests stay on the teacher's disk (python -m nbcallback.fork "
+            "--private-masters)\n" + "".join(f"{line}\n" for line in missing))
+        with open(ignore, "a", encoding="utf-8", newline="") as handle:
+            handle.write(block)
+        done.append(f".gitignore: now ignores {', '.join(missing)}")
+    return done
 
 
 class _Parser(argparse.ArgumentParser):
@@ -283,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--branch", help="the branch the class opens; default: the one in nbcallback/repository.py")
     parser.add_argument("--check", action="store_true",
                         help="change nothing; list the places that point elsewhere and exit 1 if there are any")
+    parser.add_argument("--private-masters", action="store_true",
+                        help="also keep the exercises' solutions and hidden tests (" + ", ".join(PRIVATE) + ") out of "
+                             "the fork: git stops tracking them and ignores them; the files stay on this disk")
     parser.add_argument("--root", type=Path, default=None,
                         help="the checkout (default: the one holding the current folder)")
     args = parser.parse_args(argv)
@@ -307,7 +387,15 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"Every badge, install cell and link points at {where}.")
         return 0
+    private = []
+    if args.private_masters:
+        try:
+            private = make_private(root)
+        except ForkError as error:
+            parser.error(str(error))
     changed = apply(root, target)
+    for line in private:
+        print(line)
     for name, count in changed.items():
         print(f"{name}: {count} link(s) rewritten" if name != REPOSITORY_FILE else f"{name}: now {where}")
     left = stale_places(root, target)
@@ -315,11 +403,24 @@ def main(argv: list[str] | None = None) -> int:
         for place in left:
             print(f"  still stale: {place}", file=sys.stderr)
         return 1
-    if changed:
+    if changed or private:
         print(f"Every badge, install cell and link now points at {where}. Commit and push the "
-              f"{len(changed)} changed file(s), e.g.: git commit -am 'Point the badges at {target.repository}' && git push")
+              f"{len(changed)} changed file(s){' and the untracked masters' if private else ''}, e.g.: "
+              f"git commit -am 'Point the badges at {target.repository}' && git push")
     else:
         print(f"Nothing to change: every badge, install cell and link already points at {where}.")
+    if private:
+        print("The masters are now only on this disk: keep a copy elsewhere too (a private repository), since a new "
+              "clone of the fork will not have them. The fork's history still holds the upstream project's masters, "
+              "which are public on GitHub anyway: change the exercises and their hidden tests for graded work "
+              "(docs/teaching.md, \"What students can see\").")
+    else:
+        tracked = tracked_private(root)
+        if tracked:
+            print(f"The exercises' solutions and hidden tests ({', '.join(f'{folder}/' for folder in tracked)}) "
+                  f"are still in the fork, readable by anyone on GitHub; binder/postBuild leaves them out of the Binder "
+                  f"image and Codespaces. To keep them on this disk only, run: python -m nbcallback.fork "
+                  f"{target.repository} --branch {target.branch} --private-masters")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Where this copy of nbcallback lives on GitHub: the one place that says so.
 
-The Binder and Colab badges, the notebooks' Colab install cells and the links in the READMEs and docs point
-at ``REPOSITORY`` (``owner/name`` on GitHub) and ``BRANCH``; on Google Colab the exercises' checks
+The Binder, Colab and Codespaces badges, the notebooks' Colab install cells and the links in the READMEs and
+docs point at ``REPOSITORY`` (``owner/name`` on GitHub) and ``BRANCH``; on Google Colab the exercises' checks
 (:mod:`nbcallback.exercises`) download their tests from there. A teacher's fork rewrites them all with one
 command, run in the clone of the fork::
 
@@ -37,6 +37,11 @@ def colab_url(path: str, repository: str = REPOSITORY, branch: str = BRANCH) -> 
 def binder_url(path: str, repository: str = REPOSITORY, branch: str = BRANCH) -> str:
     """mybinder.org's address that opens ``path`` (from the repository's root) in JupyterLab."""
     return f"https://mybinder.org/v2/gh/{repository}/{branch}?urlpath=lab/tree/{path}"
+
+
+def codespaces_url(repository: str = REPOSITORY, branch: str = BRANCH) -> str:
+    """The address that creates (or, with ``quickstart=1``, resumes) a codespace on the branch."""
+    return f"https://codespaces.new/{repository}/tree/{branch}?quickstart=1"
 
 
 def raw_url(path: str, repository: str = REPOSITORY, branch: str = BRANCH) -> str:

@@ -9,7 +9,10 @@ MindSpore 1.x's paths work too: ``nbcallback.train.callback`` holds every callba
 (``from nbcallback.train.callback import ModelCheckpoint``) and
 ``nbcallback.train.metrics`` every metric.
 """
-from nbcallback.train.callback import Callback, CallbackParamError, CallbackParams, RunContext
+from nbcallback._cpu import limit_torch_threads as _limit_torch_threads
+
+_limit_torch_threads()  # torch's threads kept to the CPU quota and affinity, where OMP_NUM_THREADS is not set
+from nbcallback.train.callback import Callback, CallbackParamError, CallbackParams, RunContext  # noqa: E402
 from nbcallback.train.checkpoint import CheckpointConfig, ModelCheckpoint
 from nbcallback.train.distributed import init_distributed
 from nbcallback.train.loss_monitor import LossMonitor

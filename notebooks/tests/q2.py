@@ -45,9 +45,12 @@ def test_q2_lines(EpochTimer, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no class named {name}: run the cell that defines it{setup}, then this check'
 
     def printed(callback, epochs, steps=3, loss_fn=None):
         """Train a tiny model with `callback`; return the lines it printed."""

@@ -45,9 +45,12 @@ def test_q3_stops(StopAtAccuracy, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no class named {name}: run the cell that defines it{setup}, then this check'
 
     class Scripted:
         """A metric whose value at the k-th validation is values[k]."""
@@ -75,6 +78,20 @@ def test_q3_stops(StopAtAccuracy, env):
             self.ends = []
             self.weights = []
             self.stops = []
+            self.stop_hook = None
+
+        def saw_stop(self, run_context, hook):
+            if self.stop_hook is None and run_context.get_stop_requested():
+                self.stop_hook = hook
+
+        def on_train_epoch_begin(self, run_context):
+            self.saw_stop(run_context, 'on_train_epoch_begin')
+
+        def on_train_step_begin(self, run_context):
+            self.saw_stop(run_context, 'on_train_step_begin')
+
+        def on_train_step_end(self, run_context):
+            self.saw_stop(run_context, 'on_train_step_end')
 
         def on_train_epoch_end(self, run_context):
             cb_params = run_context.original_args()
@@ -103,13 +120,16 @@ def test_q3_stops(StopAtAccuracy, env):
         reached = [epoch for epoch, value in enumerate(accuracies, 1) if value >= target]
         expected = reached[0] if reached else len(accuracies)
         for epoch, step in watch.ends:
-            assert step == 2 * epoch, f'training stopped in the middle of epoch {epoch} (after global step {step}; each epoch has 2 steps): request the stop in on_train_epoch_end, after the validation, not in a step hook'
+            hook = watch.stop_hook or 'a step hook'
+            assert step == 2 * epoch, f"training stopped in the middle of epoch {epoch} (after global step {step}; each epoch has 2 steps): your callback requested the stop in {hook}, before the epoch's last step; request it in on_train_epoch_end instead, after the validation (cb_params.metrics holds its result there)"
         why = f'accuracy {accuracies[expected - 1]} >= {target}' if reached else 'the target is never reached'
         if any(watch.stops):
             first = watch.stops.index(True) + 1
             how = f'your callback requested the stop after epoch {first}, where the accuracy was {accuracies[first - 1]}'
         else:
             how = 'your callback never called run_context.request_stop(): call it in on_train_epoch_end once the accuracy reaches the target'
+        if reached and accuracies[expected - 1] == target and (len(watch.ends) > expected):
+            how += f'; after epoch {expected} the accuracy equals the target ({target}), and reaching the target counts: compare with >=, not >'
         assert len(watch.ends) == expected, f'with validation accuracies {accuracies} per epoch and target={target}, training should stop after epoch {expected} ({why}), but it ran {len(watch.ends)} epochs: {how}'
     check_stop([0.5, 0.7, 0.85, 0.9, 0.95], 0.8)
 
@@ -153,9 +173,12 @@ def test_q3_reaching_counts(StopAtAccuracy, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no class named {name}: run the cell that defines it{setup}, then this check'
 
     class Scripted:
         """A metric whose value at the k-th validation is values[k]."""
@@ -183,6 +206,20 @@ def test_q3_reaching_counts(StopAtAccuracy, env):
             self.ends = []
             self.weights = []
             self.stops = []
+            self.stop_hook = None
+
+        def saw_stop(self, run_context, hook):
+            if self.stop_hook is None and run_context.get_stop_requested():
+                self.stop_hook = hook
+
+        def on_train_epoch_begin(self, run_context):
+            self.saw_stop(run_context, 'on_train_epoch_begin')
+
+        def on_train_step_begin(self, run_context):
+            self.saw_stop(run_context, 'on_train_step_begin')
+
+        def on_train_step_end(self, run_context):
+            self.saw_stop(run_context, 'on_train_step_end')
 
         def on_train_epoch_end(self, run_context):
             cb_params = run_context.original_args()
@@ -211,13 +248,16 @@ def test_q3_reaching_counts(StopAtAccuracy, env):
         reached = [epoch for epoch, value in enumerate(accuracies, 1) if value >= target]
         expected = reached[0] if reached else len(accuracies)
         for epoch, step in watch.ends:
-            assert step == 2 * epoch, f'training stopped in the middle of epoch {epoch} (after global step {step}; each epoch has 2 steps): request the stop in on_train_epoch_end, after the validation, not in a step hook'
+            hook = watch.stop_hook or 'a step hook'
+            assert step == 2 * epoch, f"training stopped in the middle of epoch {epoch} (after global step {step}; each epoch has 2 steps): your callback requested the stop in {hook}, before the epoch's last step; request it in on_train_epoch_end instead, after the validation (cb_params.metrics holds its result there)"
         why = f'accuracy {accuracies[expected - 1]} >= {target}' if reached else 'the target is never reached'
         if any(watch.stops):
             first = watch.stops.index(True) + 1
             how = f'your callback requested the stop after epoch {first}, where the accuracy was {accuracies[first - 1]}'
         else:
             how = 'your callback never called run_context.request_stop(): call it in on_train_epoch_end once the accuracy reaches the target'
+        if reached and accuracies[expected - 1] == target and (len(watch.ends) > expected):
+            how += f'; after epoch {expected} the accuracy equals the target ({target}), and reaching the target counts: compare with >=, not >'
         assert len(watch.ends) == expected, f'with validation accuracies {accuracies} per epoch and target={target}, training should stop after epoch {expected} ({why}), but it ran {len(watch.ends)} epochs: {how}'
     check_stop([0.6, 0.8, 0.9, 0.95], 0.8)
 

@@ -45,9 +45,12 @@ def test_q4_best_epoch(SaveBest, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no class named {name}: run the cell that defines it{setup}, then this check'
 
     class Scripted:
         """A metric whose value at the k-th validation is values[k]."""
@@ -109,8 +112,11 @@ def test_q4_best_epoch(SaveBest, env):
             fresh = nn.Linear(3, 2)
             entries = nbcallback.load_checkpoint(file_name, net=fresh)
         assert 'epoch' in entries, f"the checkpoint has no 'epoch' entry (it has {sorted(entries)}): pass append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}} to save_checkpoint"
-        assert entries['epoch'] == best, f"{what}, the best is epoch {best} ({max(values)}), but the checkpoint says epoch {entries['epoch']}"
         same = all((torch.equal(fresh.state_dict()[k], v) for k, v in watch.weights[best - 1].items()))
+        hint = ''
+        if entries['epoch'] == len(values) != best and same:
+            hint = f': {len(values)} is cb_params.epoch_num, the number of epochs of the whole run; the epoch that just ended is cb_params.cur_epoch_num'
+        assert entries['epoch'] == best, f"{what}, the best is epoch {best} ({max(values)}), but the checkpoint says epoch {entries['epoch']}{hint}"
         assert same, f"{what}, the checkpoint says epoch {best} but its weights are not the network's weights at the end of that epoch: save cb_params.network in on_train_epoch_end"
     check_best({'accuracy': [0.5, 0.8, 0.7, 0.9, 0.6]})
 
@@ -154,9 +160,12 @@ def test_q4_ties_keep_earlier(SaveBest, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no class named {name}: run the cell that defines it{setup}, then this check'
 
     class Scripted:
         """A metric whose value at the k-th validation is values[k]."""
@@ -218,8 +227,11 @@ def test_q4_ties_keep_earlier(SaveBest, env):
             fresh = nn.Linear(3, 2)
             entries = nbcallback.load_checkpoint(file_name, net=fresh)
         assert 'epoch' in entries, f"the checkpoint has no 'epoch' entry (it has {sorted(entries)}): pass append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}} to save_checkpoint"
-        assert entries['epoch'] == best, f"{what}, the best is epoch {best} ({max(values)}), but the checkpoint says epoch {entries['epoch']}"
         same = all((torch.equal(fresh.state_dict()[k], v) for k, v in watch.weights[best - 1].items()))
+        hint = ''
+        if entries['epoch'] == len(values) != best and same:
+            hint = f': {len(values)} is cb_params.epoch_num, the number of epochs of the whole run; the epoch that just ended is cb_params.cur_epoch_num'
+        assert entries['epoch'] == best, f"{what}, the best is epoch {best} ({max(values)}), but the checkpoint says epoch {entries['epoch']}{hint}"
         assert same, f"{what}, the checkpoint says epoch {best} but its weights are not the network's weights at the end of that epoch: save cb_params.network in on_train_epoch_end"
     check_best({'accuracy': [0.6, 0.75, 0.75, 0.7]})
 

@@ -43,9 +43,12 @@ def test_q6_plateau(HalveLROnPlateau, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no class named {name}: run the cell that defines it{setup}, then this check'
     require_class('HalveLROnPlateau', HalveLROnPlateau)
 
     class ScriptedLoss(nn.Module):
@@ -108,6 +111,9 @@ def test_q6_plateau(HalveLROnPlateau, env):
         hint = ''
         if record.lrs and all((lrs == initial for lrs in record.lrs)):
             hint = "; your callback never changed the learning rate: halve group['lr'] for every group in cb_params.optimizer.param_groups"
+        lasts = expected_lrs([epoch[-1] for epoch in step_losses], patience, initial)
+        if record.lrs == lasts != expected:
+            hint = "; your callback follows each epoch's last step loss (cb_params.net_outputs in on_train_epoch_end), not the epoch's mean: add up cb_params.net_outputs in on_train_step_end and divide by the number of steps in on_train_epoch_end"
         for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
             one = not two_groups
             which = 'the learning rate' if one else 'the learning rates of the two parameter groups'
@@ -152,9 +158,12 @@ def test_q6_patience(HalveLROnPlateau, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no class named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no class named {name}: run the cell that defines it{setup}, then this check'
     require_class('HalveLROnPlateau', HalveLROnPlateau)
 
     class ScriptedLoss(nn.Module):
@@ -217,6 +226,9 @@ def test_q6_patience(HalveLROnPlateau, env):
         hint = ''
         if record.lrs and all((lrs == initial for lrs in record.lrs)):
             hint = "; your callback never changed the learning rate: halve group['lr'] for every group in cb_params.optimizer.param_groups"
+        lasts = expected_lrs([epoch[-1] for epoch in step_losses], patience, initial)
+        if record.lrs == lasts != expected:
+            hint = "; your callback follows each epoch's last step loss (cb_params.net_outputs in on_train_epoch_end), not the epoch's mean: add up cb_params.net_outputs in on_train_step_end and divide by the number of steps in on_train_epoch_end"
         for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
             one = not two_groups
             which = 'the learning rate' if one else 'the learning rates of the two parameter groups'

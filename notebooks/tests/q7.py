@@ -41,9 +41,12 @@ def test_q7_slowest(slowest_callback, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no function named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no function named {name}: run the cell that defines it{setup}, then this check'
     require_function('slowest_callback', slowest_callback)
 
     def check_made_up(rows):
@@ -138,9 +141,12 @@ def test_q7_epoch_checkpoint(epoch_checkpoint, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}, because the setup cell has not run since the kernel started: run the setup cell near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the cell that defines {name}, then this check')
             if problem is not None:
                 raise AssertionError(f'the cell that defines {name} (the one numbered [{count}]) fails at line {line} with {type(problem).__name__}: {detail}; fix it, run that cell again, then this check')
-        assert value is not None, f'there is no function named {name}: run the cell that defines it, then this check'
+        setup = '' if 'Callback' in env else ' (after a kernel restart, run the setup cell near the top first)'
+        assert value is not None, f'there is no function named {name}: run the cell that defines it{setup}, then this check'
     require_function('epoch_checkpoint', epoch_checkpoint)
 
     def check_epochs(epochs, steps):
@@ -166,7 +172,11 @@ def test_q7_epoch_checkpoint(epoch_checkpoint, env):
         if not files:
             hint = '; give ModelCheckpoint the directory it is given (directory=directory)'
         elif len(saved_at) > 1:
-            hint = '; it saves more often than once per epoch: the default CheckpointConfig() saves after every step, give ModelCheckpoint a CheckpointConfig that saves every steps_per_epoch steps'
+            saves = sorted(((int(m.group(1)) - 1) * steps + int(m.group(2)) for m in (re.search('-(\\d+)_(\\d+)\\.ckpt$', name) for name in files) if m))
+            if len(saves) > 2 and saves[-1] == epochs * steps:
+                saves = saves[:-1]
+            every = min((b - a for a, b in zip(saves, saves[1:]))) if len(saves) > 1 else saves[0]
+            hint = f"; it saves every {every} step(s), and an epoch has {steps}: give ModelCheckpoint CheckpointConfig(save_checkpoint_steps=steps_per_epoch), which saves after each epoch's last step"
         ok = len(files) == epochs and all((name.endswith(end) for name, end in zip(files, expected)))
         assert ok, f'{epochs} epochs of {steps} steps (steps_per_epoch={steps}): expected one checkpoint per epoch, after its last step (file names ending in {expected}), but the ModelCheckpoint wrote {files}{hint}'
     check_epochs(2, 5)

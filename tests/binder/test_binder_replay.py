@@ -94,3 +94,47 @@ def test_replay_every_notebook_through_binder_start(tmp_path_factory: pytest.Tem
     notebooks = binder_notebook_run(tmp_path_factory, mnist_mirror)
     assert not notebooks.problems(NOTEBOOKS), notebooks.report(NOTEBOOKS)
     assert set(notebooks.passed) == set(NOTEBOOKS)
+
+
+def test_the_binder_image_holds_no_answer(tmp_path_factory: pytest.TempPathFactory, mnist_mirror: str) -> None:
+    """Issue 44: what a class opens on Binder (and in a Codespace: the same two steps) holds no solution and no
+    hidden test. The same search finds them in the checkout, so it is not searching for nothing."""
+    from tests.classroom._answers import answers, leaks
+
+    known = answers()
+    assert leaks(REPO / "notebooks" / "exercises", known), "the masters hold the answers: the search must find them"
+    image = binder_image(tmp_path_factory, mnist_mirror)
+    first, second = image.postbuild_outputs
+    for folder in ("notebooks/exercises/master", "tests/exercises"):
+        assert f"Removed {folder} (the exercises' solutions and hidden tests" in first, first
+        assert not (image.repo / folder).exists()
+    assert "Removed" not in second  # a rebuild has nothing left to remove
+    assert not leaks(image.repo, known), leaks(image.repo, known)
+    assert not leaks(image.home, known), leaks(image.home, known)
+    # What the class uses is still there: the student notebooks and their public tests.
+    for name in ("notebooks/5_exercises.ipynb", "notebooks/zh_CN/5_exercises.ipynb", "notebooks/tests/q7.py",
+                 "notebooks/zh_CN/tests/q7.py"):
+        assert (image.repo / name).is_file(), name
+
+
+def test_postbuild_keeps_the_masters_for_a_teacher(tmp_path: Path) -> None:
+    """NBCALLBACK_KEEP_MASTERS=1 (a teacher's own Codespace): postBuild's removal step leaves the masters. Only the
+    removal step runs here (the install and the data steps are stubbed out)."""
+    import shutil
+    import subprocess
+
+    for name in ("binder/postBuild", "notebooks/exercises/master/5_exercises.ipynb"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, tmp_path / name)
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "python").write_text("#!/bin/sh\nexit 0\n")
+    (stub / "python").chmod(0o755)
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    kept = subprocess.run(["bash", "binder/postBuild"], cwd=tmp_path, env={**env, "NBCALLBACK_KEEP_MASTERS": "1"},
+                          capture_output=True, text=True, timeout=60)
+    assert kept.returncode == 0, kept.stderr
+    assert (tmp_path / "notebooks/exercises/master/5_exercises.ipynb").is_file() and "Removed" not in kept.stdout
+    removed = subprocess.run(["bash", "binder/postBuild"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert removed.returncode == 0, removed.stderr
+    assert not (tmp_path / "notebooks/exercises/master").exists() and "Removed notebooks/exercises/master" in removed.stdout

@@ -60,10 +60,8 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-@pytest.fixture(scope="module")
-def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _make_copy(target: Path) -> Path:
     """The checkout's files as a fresh git repository with one commit (a teacher's clone of the fork)."""
-    target = tmp_path_factory.mktemp("fork") / "dl-class"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
                            text=True, check=True).stdout.splitlines()
     for name in files:
@@ -75,6 +73,12 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _git("add", "-A", cwd=target)
     _git("commit", "-q", "-m", "upstream", cwd=target)
     return target
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The checkout's files as a fresh git repository with one commit (a teacher's clone of the fork)."""
+    return _make_copy(tmp_path_factory.mktemp("fork") / "dl-class")
 
 
 @pytest.fixture(scope="module")
@@ -224,9 +228,9 @@ def test_the_fork_changed_links_only(forked: tuple[Path, subprocess.CompletedPro
     assert changed
     for line in changed:
         if line.startswith("+"):
-            assert FORK in line and fork.UPSTREAM not in line, line
+            assert (FORK in line or f"Create codespace on {BRANCH}" in line) and fork.UPSTREAM not in line, line
         else:
-            assert fork.UPSTREAM in line and FORK not in line, line
+            assert (fork.UPSTREAM in line or "Create codespace on main" in line) and FORK not in line, line
     for path in _notebooks(root):
         relative = path.relative_to(root).as_posix()
         notebook = json.loads(path.read_text(encoding="utf-8"))  # still JSON
@@ -279,3 +283,86 @@ def test_a_stale_badge_in_a_fork_is_reported_then_rewritten(forked: tuple[Path, 
     assert fixed.returncode == 0 and "notebooks/extra.ipynb: 2 link(s) rewritten" in fixed.stdout, fixed.stdout + fixed.stderr
     assert _fork_command("--check", cwd=clone).returncode == 0
     assert fork.UPSTREAM not in (clone / "notebooks" / "extra.ipynb").read_text(encoding="utf-8")
+
+
+def test_the_clone_line_and_codespaces_follow_the_fork(forked: tuple[Path, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    """The README's clone line names the folder the clone makes, the Codespaces badge (next to Binder's and
+    Colab's) opens the fork's branch, the teacher pages name the branch to create a codespace on; a reverted
+    one of each is listed by --check."""
+    root, _, result = forked
+    assert result.returncode == 0, result.stdout + result.stderr
+    name = FORK.split("/")[1]
+    for readme in ("README.md", "README.zh-CN.md"):
+        text = (root / readme).read_text(encoding="utf-8")
+        assert f"git clone https://github.com/{FORK} && cd {name}`" in text, readme
+        assert f"(https://codespaces.new/{FORK}/tree/{BRANCH}?quickstart=1)" in text, readme
+        assert f"({_load(root / 'nbcallback' / 'repository.py', 'forked_repo_cs').codespaces_url()})" in text, readme
+        badges = [line.split("]")[0] for line in text.splitlines()[:8] if line.startswith("[![")]
+        assert badges == ["[![Binder", "[![Open In Colab", "[![Open in GitHub Codespaces"], readme
+    for page in ("docs/teaching.md", "docs/teaching.zh-CN.md"):
+        text = (root / page).read_text(encoding="utf-8")
+        assert f"Create codespace on {BRANCH}" in text and "Create codespace on main" not in text, page
+        assert f"https://codespaces.new/{FORK}/tree/{BRANCH}" in text, page
+
+    clone = tmp_path / "reverted"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".git"))
+    readme = clone / "README.md"
+    readme.write_text(readme.read_text(encoding="utf-8").replace(f"&& cd {name}`", "&& cd nbcallback`")
+                      .replace(f"codespaces.new/{FORK}/tree/{BRANCH}", "codespaces.new/nbcallback/nbcallback/tree/main"),
+                      encoding="utf-8")
+    page = clone / "docs" / "teaching.md"
+    page.write_text(page.read_text(encoding="utf-8").replace(f"Create codespace on {BRANCH}", "Create codespace on main"),
+                    encoding="utf-8")
+    check = _fork_command("--check", cwd=clone)
+    assert check.returncode == 1
+    stale = check.stderr
+    assert f"README.md:40: git clone https://github.com/{FORK} && cd nbcallback (should be git clone https://github.com/{FORK} && cd {name})" in stale, stale
+    assert f"https://codespaces.new/nbcallback/nbcallback/tree/main (should be https://codespaces.new/{FORK}/tree/{BRANCH})" in stale
+    assert f"docs/teaching.md:" in stale and f"Create codespace on main (should be Create codespace on {BRANCH})" in stale
+    assert _fork_command(cwd=clone).returncode == 0
+    assert _fork_command("--check", cwd=clone).returncode == 0
+
+
+def test_private_masters_keep_the_answers_out_of_the_fork(tmp_path: Path) -> None:
+    """``--private-masters``: git stops tracking the masters and the exercises' tests (the teacher keeps them on
+    disk, where assign.py reads them) and says so; a clone of the pushed fork (what Binder, Codespaces and
+    GitHub show) holds no solution and no hidden test."""
+    from tests.classroom._answers import answers, leaks
+
+    root = _make_copy(tmp_path / "dl-class")
+    known = answers()
+    assert known.hidden_tests and known.solution_lines
+    assert leaks(root, known), "the upstream checkout holds the masters: the search must find them"
+    result = _fork_command(FORK, "--branch", BRANCH, "--private-masters", cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for folder in fork.PRIVATE:
+        assert f"{folder}/: " in result.stdout and "no longer tracked by git, kept on this disk" in result.stdout
+        assert (root / folder).is_dir()  # still on the teacher's disk
+        assert f"/{folder}/" in (root / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert ".gitignore: now ignores" in result.stdout
+    assert (root / "notebooks" / "exercises" / "master" / "5_exercises.ipynb").is_file()
+    assert _fork_command("--check", cwd=root).returncode == 0
+    _git("commit", "-q", "-am", "fork", cwd=root)
+    assert _git("status", "--porcelain", cwd=root) == ""  # the masters are ignored, not left lying around
+    pushed = tmp_path / "pushed"
+    _git("clone", "-q", str(root), str(pushed), cwd=tmp_path)
+    assert not leaks(pushed, known), leaks(pushed, known)
+    assert (pushed / "notebooks" / "5_exercises.ipynb").is_file() and (pushed / "notebooks" / "tests" / "q1.py").is_file()
+    again = _fork_command("--private-masters", cwd=root)  # nothing left to do
+    assert again.returncode == 0 and again.stdout.startswith("Nothing to change"), again.stdout + again.stderr
+
+
+def test_without_private_masters_the_command_says_how(forked: tuple[Path, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]) -> None:
+    _, _, result = forked
+    assert "are still in the fork, readable by anyone on GitHub" in result.stdout
+    assert f"python -m nbcallback.fork {FORK} --branch {BRANCH} --private-masters" in result.stdout
+
+
+def test_private_masters_without_git_is_refused(tmp_path: Path) -> None:
+    clone = tmp_path / "nogit"
+    for name in ("pyproject.toml", "nbcallback/repository.py"):
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, clone / name)
+    result = _fork_command("--private-masters", cwd=clone)
+    assert result.returncode == 2 and "--private-masters needs the clone's git repository" in result.stderr
+    assert "Traceback" not in result.stderr

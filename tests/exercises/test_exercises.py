@@ -404,7 +404,24 @@ class StopAtAccuracy(Callback):
     def on_train_step_end(self, run_context):
         run_context.request_stop()
 ''', ["training stopped in the middle of epoch 1 (after global step 1; each epoch has 2 steps)",
-      "request the stop in on_train_epoch_end"]),
+      "your callback requested the stop in on_train_step_end, before the epoch's last step; request it in "
+      "on_train_epoch_end instead, after the validation (cb_params.metrics holds its result there)"]),
+    # The stop requested at the next epoch's start: the feedback names that hook, not a step hook.
+    "q3 stops at the next epoch's start": ("q3", 0, '''
+class StopAtAccuracy(Callback):
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def on_train_epoch_end(self, run_context):
+        self.reached = run_context.original_args().metrics["accuracy"] >= self.target
+
+    def on_train_epoch_begin(self, run_context):
+        if getattr(self, "reached", False):
+            run_context.request_stop()
+''', ["training stopped in the middle of epoch 4 (after global step 7; each epoch has 2 steps): your callback "
+      "requested the stop in on_train_epoch_begin, before the epoch's last step; request it in on_train_epoch_end "
+      "instead, after the validation (cb_params.metrics holds its result there)"]),
     "q3 strictly above": ("q3", 1, '''
 class StopAtAccuracy(Callback):
     def __init__(self, target):
@@ -416,7 +433,8 @@ class StopAtAccuracy(Callback):
             run_context.request_stop()
 ''', ["with validation accuracies [0.6, 0.8, 0.9, 0.95] per epoch and target=0.8, training should stop after "
       "epoch 2 (accuracy 0.8 >= 0.8), but it ran 3 epochs: your callback requested the stop after epoch 3, where "
-      "the accuracy was 0.9"]),
+      "the accuracy was 0.9; after epoch 2 the accuracy equals the target (0.8), and reaching the target counts: "
+      "compare with >=, not >"]),
     "q3 never stops": ("q3", 0, '''
 class StopAtAccuracy(Callback):
     def __init__(self, target):
@@ -443,6 +461,23 @@ class SaveBest(Callback):
 ''', ["with accuracy [0.5, 0.8, 0.7, 0.9, 0.6] per epoch, expected a checkpoint at self.file_name but there is none: "
       "save one with nbcallback.save_checkpoint(cb_params.network, self.file_name, append_dict=...) when the value "
       "improves"]),
+    # MindSpore's cb_params.epoch_num is the run's number of epochs, not the current one.
+    "q4 the run's epoch count": ("q4", 0, '''
+class SaveBest(Callback):
+    def __init__(self, file_name, monitor="accuracy"):
+        super().__init__()
+        self.file_name, self.monitor, self.best = file_name, monitor, None
+
+    def on_train_epoch_end(self, run_context):
+        cb_params = run_context.original_args()
+        value = cb_params.metrics[self.monitor]
+        if self.best is None or value > self.best:
+            self.best = value
+            nbcallback.save_checkpoint(cb_params.network, self.file_name,
+                                       append_dict={"epoch": cb_params.epoch_num, self.monitor: value})
+''', ["with accuracy [0.5, 0.8, 0.7, 0.9, 0.6] per epoch, the best is epoch 4 (0.9), but the checkpoint says "
+      "epoch 5: 5 is cb_params.epoch_num, the number of epochs of the whole run; the epoch that just ended is "
+      "cb_params.cur_epoch_num"]),
     "q4 saves every epoch": ("q4", 0, '''
 class SaveBest(Callback):
     def __init__(self, file_name, monitor="accuracy"):
@@ -558,7 +593,9 @@ class HalveLROnPlateau(Callback):
             self.wait = 0
 ''', ["with epoch mean losses [1.0, 0.75, 0.75, 0.75, 0.5, 0.5, 0.5, 0.5] and patience=2, expected the learning rate "
       "after each epoch to be [0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025], but it was [0.1, 0.1, 0.05, 0.05,",
-      "the first difference is after epoch 3: expected 0.1, got 0.05"]),
+      "the first difference is after epoch 3: expected 0.1, got 0.05; your callback follows each epoch's last step "
+      "loss (cb_params.net_outputs in on_train_epoch_end), not the epoch's mean: add up cb_params.net_outputs in "
+      "on_train_step_end and divide by the number of steps in on_train_epoch_end"]),
     "q6 fixed patience": ("q6", 1, '''
 class HalveLROnPlateau(Callback):
     def __init__(self, patience=2):
@@ -650,9 +687,17 @@ def epoch_checkpoint(directory, steps_per_epoch):
     return ModelCheckpoint(prefix="epoch", directory=directory)
 ''', ["2 epochs of 5 steps (steps_per_epoch=5): expected one checkpoint per epoch, after its last step (file names "
       "ending in ['-1_5.ckpt', '-2_5.ckpt']), but the ModelCheckpoint wrote ['epoch-2_1.ckpt', 'epoch-2_2.ckpt', "
-      "'epoch-2_3.ckpt', 'epoch-2_4.ckpt', 'epoch-2_5.ckpt']; it saves more often than once per epoch: the default "
-      "CheckpointConfig() saves after every step, give ModelCheckpoint a CheckpointConfig that saves every "
-      "steps_per_epoch steps"]),
+      "'epoch-2_3.ckpt', 'epoch-2_4.ckpt', 'epoch-2_5.ckpt']; it saves every 1 step(s), and an epoch has 5: give "
+      "ModelCheckpoint CheckpointConfig(save_checkpoint_steps=steps_per_epoch), which saves after each epoch's last "
+      "step"]),
+    # A config of its own, one step short: the feedback says how often it saves, not what the default does.
+    "q7 one step short": ("q7", 1, '''
+def epoch_checkpoint(directory, steps_per_epoch):
+    config = CheckpointConfig(save_checkpoint_steps=steps_per_epoch - 1)
+    return ModelCheckpoint(prefix="epoch", directory=directory, config=config)
+''', ["but the ModelCheckpoint wrote ['epoch-1_4.ckpt', 'epoch-2_3.ckpt', 'epoch-2_5.ckpt']; it saves every 4 "
+      "step(s), and an epoch has 5: give ModelCheckpoint CheckpointConfig(save_checkpoint_steps=steps_per_epoch), "
+      "which saves after each epoch's last step"]),
     "q7 the notebook's steps per epoch": ("q7", 1, '''
 def epoch_checkpoint(directory, steps_per_epoch):
     return ModelCheckpoint(prefix="epoch", directory=directory, config=CheckpointConfig(save_checkpoint_steps=30))
@@ -728,7 +773,13 @@ class StopAtAccuracy(Callback):
         super().__init__()
         self.target = target"""], {1: NameError}, [
         "the cell that defines StopAtAccuracy (the one numbered [1]) fails at line 1 with NameError: name "
-        "'Callback' is not defined"]),
+        "'Callback' is not defined, because the setup cell has not run since the kernel started: run the setup cell "
+        "near the top first (it imports Callback and defines new_trainer; or run every cell above this one), then the "
+        "cell that defines StopAtAccuracy, then this check"]),
+    # After a restart, the check run before the answer cell: the same pointer to the setup cell.
+    "q4 nothing run since a restart": ("q4", [], {}, [
+        "there is no class named SaveBest: run the cell that defines it (after a kernel restart, run the setup cell "
+        "near the top first), then this check"]),
     "q4 answer cell not run": ("q4", [SETUP], {}, [
         "there is no class named SaveBest: run the cell that defines it, then this check"]),
     # Parsed, but not compiled: Python finds this one only when it compiles the cell, before running any of it.
@@ -815,6 +866,52 @@ def test_grader_check_in_a_kernel_names_the_broken_cell(tmp_path: Path) -> None:
         "is not defined" in shown[0], shown[0]
     assert "the cell that defines EpochTimer (the one numbered [4]) fails at line 7 with SyntaxError: '(' was never " \
         "closed" in shown[1], shown[1]
+
+
+def restart_replay(tests: Path, answer: str, question: str, folder: Path) -> tuple[str, str]:
+    """A student's session in a real kernel: the checks cell, the setup, the answer cell and its check (it
+    passes); then *Kernel > Restart*, and only the checks cell, the answer cell and its check again. What the
+    two checks show."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(folder))
+    try:
+        def run(code: str) -> str:
+            shown: list[str] = []
+
+            def keep(message: dict[str, Any]) -> None:
+                content = message["content"]
+                shown.append(content.get("text", "") + content.get("data", {}).get("text/plain", "")
+                             + "\n".join(content.get("traceback", [])))
+
+            client.execute_interactive(code, timeout=300, output_hook=keep)
+            return "".join(shown)
+
+        grader = f"import otter\ngrader = otter.Notebook(tests_dir={str(tests)!r})"
+        check = f'grader.check("{question}")'
+        for cell in (grader, SETUP, answer):
+            run(cell)
+        before = run(check)
+        manager.restart_kernel(now=True)
+        client.wait_for_ready(timeout=120)
+        run(grader)
+        run(answer)
+        return before, run(check)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_after_a_kernel_restart_the_check_says_to_run_the_setup_cell(tmp_path: Path) -> None:
+    """Issue 44: after a restart, a student who runs only the checks cell, the answer cell and its check is told
+    to run the setup cell first, not to fix a cell that is right."""
+    answer = next(cell for cell in _solution_cells() if cell.startswith("class StopAtAccuracy"))
+    before, after = restart_replay(PUBLIC_TESTS, answer, "q3", tmp_path)
+    assert "q3 results: All test cases passed!" in before, before
+    assert ("the cell that defines StopAtAccuracy (the one numbered [2]) fails at line 1 with NameError: name "
+            "'Callback' is not defined, because the setup cell has not run since the kernel started: run the setup "
+            "cell near the top first") in after, after
+    assert "fix it, run that cell again" not in after, after
 
 
 def test_every_public_check_is_shown_a_wrong_answer() -> None:

@@ -186,14 +186,20 @@ FEEDBACK = {
     "q2 error in a hook": ["使用你的回调训练时抛出了AttributeError：'EpochTimer' object has no attribute 'started'"
                            "（定义EpochTimer的单元格第5行，在on_train_epoch_end中）"],
     "q3 stops on a step": ["训练在epoch 1的中途停止了（在全局step 1之后；每个epoch有2个step）",
-                           "请在验证之后的on_train_epoch_end中请求停止"],
+                           "你的回调在on_train_step_end中请求了停止，那时该epoch的最后一个step还没有运行；请改为在"
+                           "验证之后的on_train_epoch_end中请求停止（那里的cb_params.metrics保存着验证结果）"],
+    "q3 stops at the next epoch's start": ["训练在epoch 4的中途停止了（在全局step 7之后；每个epoch有2个step）：你的回调"
+                                           "在on_train_epoch_begin中请求了停止"],
     "q3 strictly above": ["各epoch的验证精度为[0.6, 0.8, 0.9, 0.95]，target=0.8时，训练应在epoch 2之后停止"
-                          "（accuracy 0.8 >= 0.8），但实际运行了3个epoch：你的回调在epoch 3之后请求了停止，那时的精度是0.9"],
+                          "（accuracy 0.8 >= 0.8），但实际运行了3个epoch：你的回调在epoch 3之后请求了停止，那时的精度是0.9"
+                          "；epoch 2之后的精度正好等于目标（0.8），而达到目标就算数：请用>=比较，而不是>"],
     "q3 never stops": ["各epoch的验证精度为[0.5, 0.7, 0.85, 0.9, 0.95]，target=0.8时，训练应在epoch 3之后停止"
                        "（accuracy 0.85 >= 0.8），但实际运行了5个epoch：你的回调从未调用run_context.request_stop()："
                        "请在on_train_epoch_end中，当精度达到目标时调用它"],
     "q4 never saves": ["各epoch的accuracy为[0.5, 0.8, 0.7, 0.9, 0.6]，预期在self.file_name有一个检查点，但没有找到："
                        "请在值变好时用nbcallback.save_checkpoint(cb_params.network, self.file_name, append_dict=...)保存"],
+    "q4 the run's epoch count": ["各epoch的accuracy为[0.5, 0.8, 0.7, 0.9, 0.6]，最佳的是epoch 4（0.9），但检查点中记录的是"
+                                 "epoch 5：5是cb_params.epoch_num，即整个训练的epoch数；刚结束的epoch是cb_params.cur_epoch_num"],
     "q4 saves every epoch": ["各epoch的accuracy为[0.5, 0.8, 0.7, 0.9, 0.6]，最佳的是epoch 4（0.9），"
                              "但检查点中记录的是epoch 5"],
     "q4 ties overwrite": ["各epoch的accuracy为[0.6, 0.75, 0.75, 0.7]，最佳的是epoch 2（0.75），但检查点中记录的是epoch 3"],
@@ -206,7 +212,9 @@ FEEDBACK = {
     "q5 once per epoch": ["2个epoch，每个epoch 3个step：预期cb_params.grad_norms是每个step一个值的列表（共6个值），但它是["],
     "q6 last step loss": ["各epoch的平均loss为[1.0, 0.75, 0.75, 0.75, 0.5, 0.5, 0.5, 0.5]，patience=2时，预期学习率"
                           "在各epoch之后依次为[0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025]，但实际为[0.1, 0.1, 0.05, 0.05,",
-                          "第一处不同在epoch 3之后：预期0.1，实际为0.05"],
+                          "第一处不同在epoch 3之后：预期0.1，实际为0.05；你的回调依据的是每个epoch最后一个step的loss"
+                          "（on_train_epoch_end中的cb_params.net_outputs），而不是该epoch的平均值：请在on_train_step_end"
+                          "中累加cb_params.net_outputs，并在on_train_epoch_end中除以step数"],
     "q6 fixed patience": ["patience=3时，预期学习率在各epoch之后依次为[0.1, 0.1, 0.1, 0.05, 0.05, 0.05]",
                           "第一处不同在epoch 3之后：预期0.1，实际为0.05"],
     "q6 never changes the learning rate": ["但实际为[0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]；第一处不同在epoch 4之后："
@@ -231,8 +239,11 @@ FEEDBACK = {
     "q7 saves every step": ["2个epoch，每个epoch 5个step（steps_per_epoch=5）：预期每个epoch一个检查点，在该epoch最后一个"
                             "step之后保存（文件名以['-1_5.ckpt', '-2_5.ckpt']结尾），但ModelCheckpoint写出了"
                             "['epoch-2_1.ckpt', 'epoch-2_2.ckpt', 'epoch-2_3.ckpt', 'epoch-2_4.ckpt', 'epoch-2_5.ckpt']；"
-                            "它比每个epoch一次保存得更频繁：默认的CheckpointConfig()在每个step之后都保存，"
-                            "请给ModelCheckpoint一个每steps_per_epoch个step保存一次的CheckpointConfig"],
+                            "它每1个step保存一次，而每个epoch有5个step：请给ModelCheckpoint传入"
+                            "CheckpointConfig(save_checkpoint_steps=steps_per_epoch)，这样它在每个epoch最后一个step之后保存"],
+    "q7 one step short": ["但ModelCheckpoint写出了['epoch-1_4.ckpt', 'epoch-2_3.ckpt', 'epoch-2_5.ckpt']；它每4个step保存"
+                          "一次，而每个epoch有5个step：请给ModelCheckpoint传入CheckpointConfig(save_checkpoint_steps="
+                          "steps_per_epoch)"],
     "q7 the notebook's steps per epoch": ["但ModelCheckpoint写出了['epoch-2_5.ckpt']",
                                           re.compile(r"写出了\['epoch-2_5\.ckpt'\]$")],
     "q7 another directory": ["但ModelCheckpoint写出了[]；请把传入的目录交给ModelCheckpoint（directory=directory）"],
@@ -270,7 +281,9 @@ BROKEN_FEEDBACK = {
     "q2 SyntaxError in the answer cell": ["定义EpochTimer的单元格（编号为[2]的那个）在第7行出现SyntaxError：'(' was never "
                                           "closed；请改正后重新运行该单元格，再运行这个检查"],
     "q3 setup cell not run": ["定义StopAtAccuracy的单元格（编号为[1]的那个）在第1行出现NameError：name 'Callback' is "
-                              "not defined"],
+                              "not defined，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格"],
+    "q4 nothing run since a restart": ["没有名为SaveBest的类：请先运行定义它的单元格（内核重启后，请先运行靠近顶部的设置单元格），"
+                                       "再运行这个检查"],
     "q4 answer cell not run": ["没有名为SaveBest的类：请先运行定义它的单元格，再运行这个检查"],
     "q4 return outside a function": ["定义SaveBest的单元格（编号为[2]的那个）在第5行出现SyntaxError：'return' outside "
                                      "function；请改正后重新运行该单元格，再运行这个检查"],
@@ -309,6 +322,15 @@ def test_grader_check_in_a_kernel_names_the_broken_cell_in_chinese(tmp_path: Pat
     shown = english.checks_in_a_kernel(PUBLIC_TESTS, cells, ["q1", "q2"], tmp_path)
     assert "定义LossLine的单元格（编号为[3]的那个）在第1行出现NameError：name 'Callbak' is not defined" in shown[0], shown[0]
     assert "定义EpochTimer的单元格（编号为[4]的那个）在第7行出现SyntaxError：'(' was never closed" in shown[1], shown[1]
+
+
+def test_after_a_kernel_restart_the_check_says_to_run_the_setup_cell_in_chinese(tmp_path: Path) -> None:
+    answer = next(cell for cell in english._solution_cells(MASTER) if cell.startswith("class StopAtAccuracy"))
+    before, after = english.restart_replay(PUBLIC_TESTS, answer, "q3", tmp_path)
+    assert "q3 results: All test cases passed!" in before, before
+    assert ("定义StopAtAccuracy的单元格（编号为[2]的那个）在第1行出现NameError：name 'Callback' is not defined，"
+            "因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格") in after, after
+    assert "请改正后重新运行该单元格" not in after, after
 
 
 def test_the_hidden_tests_catch_what_the_public_ones_miss(solution: dict[str, Any], assigned: Path) -> None:

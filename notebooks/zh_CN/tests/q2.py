@@ -45,9 +45,12 @@ def test_q2_lines(EpochTimer, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格{setup}，再运行这个检查'
 
     def printed(callback, epochs, steps=3, loss_fn=None):
         """用`callback`训练一个很小的模型；返回它打印的各行。"""

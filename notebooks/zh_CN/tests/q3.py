@@ -45,9 +45,12 @@ def test_q3_stops(StopAtAccuracy, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格{setup}，再运行这个检查'
 
     class Scripted:
         """一个评估指标，第k次验证时的值为values[k]。"""
@@ -75,6 +78,20 @@ def test_q3_stops(StopAtAccuracy, env):
             self.ends = []
             self.weights = []
             self.stops = []
+            self.stop_hook = None
+
+        def saw_stop(self, run_context, hook):
+            if self.stop_hook is None and run_context.get_stop_requested():
+                self.stop_hook = hook
+
+        def on_train_epoch_begin(self, run_context):
+            self.saw_stop(run_context, 'on_train_epoch_begin')
+
+        def on_train_step_begin(self, run_context):
+            self.saw_stop(run_context, 'on_train_step_begin')
+
+        def on_train_step_end(self, run_context):
+            self.saw_stop(run_context, 'on_train_step_end')
 
         def on_train_epoch_end(self, run_context):
             cb_params = run_context.original_args()
@@ -103,13 +120,16 @@ def test_q3_stops(StopAtAccuracy, env):
         reached = [epoch for epoch, value in enumerate(accuracies, 1) if value >= target]
         expected = reached[0] if reached else len(accuracies)
         for epoch, step in watch.ends:
-            assert step == 2 * epoch, f'训练在epoch {epoch}的中途停止了（在全局step {step}之后；每个epoch有2个step）：请在验证之后的on_train_epoch_end中请求停止，而不是在step的钩子方法中'
+            hook = watch.stop_hook or '某个step钩子方法'
+            assert step == 2 * epoch, f'训练在epoch {epoch}的中途停止了（在全局step {step}之后；每个epoch有2个step）：你的回调在{hook}中请求了停止，那时该epoch的最后一个step还没有运行；请改为在验证之后的on_train_epoch_end中请求停止（那里的cb_params.metrics保存着验证结果）'
         why = f'accuracy {accuracies[expected - 1]} >= {target}' if reached else '始终没有达到目标'
         if any(watch.stops):
             first = watch.stops.index(True) + 1
             how = f'你的回调在epoch {first}之后请求了停止，那时的精度是{accuracies[first - 1]}'
         else:
             how = '你的回调从未调用run_context.request_stop()：请在on_train_epoch_end中，当精度达到目标时调用它'
+        if reached and accuracies[expected - 1] == target and (len(watch.ends) > expected):
+            how += f'；epoch {expected}之后的精度正好等于目标（{target}），而达到目标就算数：请用>=比较，而不是>'
         assert len(watch.ends) == expected, f'各epoch的验证精度为{accuracies}，target={target}时，训练应在epoch {expected}之后停止（{why}），但实际运行了{len(watch.ends)}个epoch：{how}'
     check_stop([0.5, 0.7, 0.85, 0.9, 0.95], 0.8)
 
@@ -153,9 +173,12 @@ def test_q3_reaching_counts(StopAtAccuracy, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格{setup}，再运行这个检查'
 
     class Scripted:
         """一个评估指标，第k次验证时的值为values[k]。"""
@@ -183,6 +206,20 @@ def test_q3_reaching_counts(StopAtAccuracy, env):
             self.ends = []
             self.weights = []
             self.stops = []
+            self.stop_hook = None
+
+        def saw_stop(self, run_context, hook):
+            if self.stop_hook is None and run_context.get_stop_requested():
+                self.stop_hook = hook
+
+        def on_train_epoch_begin(self, run_context):
+            self.saw_stop(run_context, 'on_train_epoch_begin')
+
+        def on_train_step_begin(self, run_context):
+            self.saw_stop(run_context, 'on_train_step_begin')
+
+        def on_train_step_end(self, run_context):
+            self.saw_stop(run_context, 'on_train_step_end')
 
         def on_train_epoch_end(self, run_context):
             cb_params = run_context.original_args()
@@ -211,13 +248,16 @@ def test_q3_reaching_counts(StopAtAccuracy, env):
         reached = [epoch for epoch, value in enumerate(accuracies, 1) if value >= target]
         expected = reached[0] if reached else len(accuracies)
         for epoch, step in watch.ends:
-            assert step == 2 * epoch, f'训练在epoch {epoch}的中途停止了（在全局step {step}之后；每个epoch有2个step）：请在验证之后的on_train_epoch_end中请求停止，而不是在step的钩子方法中'
+            hook = watch.stop_hook or '某个step钩子方法'
+            assert step == 2 * epoch, f'训练在epoch {epoch}的中途停止了（在全局step {step}之后；每个epoch有2个step）：你的回调在{hook}中请求了停止，那时该epoch的最后一个step还没有运行；请改为在验证之后的on_train_epoch_end中请求停止（那里的cb_params.metrics保存着验证结果）'
         why = f'accuracy {accuracies[expected - 1]} >= {target}' if reached else '始终没有达到目标'
         if any(watch.stops):
             first = watch.stops.index(True) + 1
             how = f'你的回调在epoch {first}之后请求了停止，那时的精度是{accuracies[first - 1]}'
         else:
             how = '你的回调从未调用run_context.request_stop()：请在on_train_epoch_end中，当精度达到目标时调用它'
+        if reached and accuracies[expected - 1] == target and (len(watch.ends) > expected):
+            how += f'；epoch {expected}之后的精度正好等于目标（{target}），而达到目标就算数：请用>=比较，而不是>'
         assert len(watch.ends) == expected, f'各epoch的验证精度为{accuracies}，target={target}时，训练应在epoch {expected}之后停止（{why}），但实际运行了{len(watch.ends)}个epoch：{how}'
     check_stop([0.6, 0.8, 0.9, 0.95], 0.8)
 

@@ -45,9 +45,12 @@ def test_q4_best_epoch(SaveBest, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格{setup}，再运行这个检查'
 
     class Scripted:
         """一个评估指标，第k次验证时的值为values[k]。"""
@@ -109,8 +112,11 @@ def test_q4_best_epoch(SaveBest, env):
             fresh = nn.Linear(3, 2)
             entries = nbcallback.load_checkpoint(file_name, net=fresh)
         assert 'epoch' in entries, f"检查点中没有'epoch'条目（只有{sorted(entries)}）：请把append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}}传给save_checkpoint"
-        assert entries['epoch'] == best, f"{what}，最佳的是epoch {best}（{max(values)}），但检查点中记录的是epoch {entries['epoch']}"
         same = all((torch.equal(fresh.state_dict()[k], v) for k, v in watch.weights[best - 1].items()))
+        hint = ''
+        if entries['epoch'] == len(values) != best and same:
+            hint = f'：{len(values)}是cb_params.epoch_num，即整个训练的epoch数；刚结束的epoch是cb_params.cur_epoch_num'
+        assert entries['epoch'] == best, f"{what}，最佳的是epoch {best}（{max(values)}），但检查点中记录的是epoch {entries['epoch']}{hint}"
         assert same, f'{what}，检查点中记录的是epoch {best}，但其权重不是网络在该epoch结束时的权重：请在on_train_epoch_end中保存cb_params.network'
     check_best({'accuracy': [0.5, 0.8, 0.7, 0.9, 0.6]})
 
@@ -154,9 +160,12 @@ def test_q4_ties_keep_earlier(SaveBest, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格{setup}，再运行这个检查'
 
     class Scripted:
         """一个评估指标，第k次验证时的值为values[k]。"""
@@ -218,8 +227,11 @@ def test_q4_ties_keep_earlier(SaveBest, env):
             fresh = nn.Linear(3, 2)
             entries = nbcallback.load_checkpoint(file_name, net=fresh)
         assert 'epoch' in entries, f"检查点中没有'epoch'条目（只有{sorted(entries)}）：请把append_dict={{'epoch': cb_params.cur_epoch_num, monitor: value}}传给save_checkpoint"
-        assert entries['epoch'] == best, f"{what}，最佳的是epoch {best}（{max(values)}），但检查点中记录的是epoch {entries['epoch']}"
         same = all((torch.equal(fresh.state_dict()[k], v) for k, v in watch.weights[best - 1].items()))
+        hint = ''
+        if entries['epoch'] == len(values) != best and same:
+            hint = f'：{len(values)}是cb_params.epoch_num，即整个训练的epoch数；刚结束的epoch是cb_params.cur_epoch_num'
+        assert entries['epoch'] == best, f"{what}，最佳的是epoch {best}（{max(values)}），但检查点中记录的是epoch {entries['epoch']}{hint}"
         assert same, f'{what}，检查点中记录的是epoch {best}，但其权重不是网络在该epoch结束时的权重：请在on_train_epoch_end中保存cb_params.network'
     check_best({'accuracy': [0.6, 0.75, 0.75, 0.7]})
 

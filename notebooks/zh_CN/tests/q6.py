@@ -43,9 +43,12 @@ def test_q6_plateau(HalveLROnPlateau, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格{setup}，再运行这个检查'
     require_class('HalveLROnPlateau', HalveLROnPlateau)
 
     class ScriptedLoss(nn.Module):
@@ -108,6 +111,9 @@ def test_q6_plateau(HalveLROnPlateau, env):
         hint = ''
         if record.lrs and all((lrs == initial for lrs in record.lrs)):
             hint = "；你的回调从未改变学习率：请把cb_params.optimizer.param_groups中每个group的group['lr']减半"
+        lasts = expected_lrs([epoch[-1] for epoch in step_losses], patience, initial)
+        if record.lrs == lasts != expected:
+            hint = '；你的回调依据的是每个epoch最后一个step的loss（on_train_epoch_end中的cb_params.net_outputs），而不是该epoch的平均值：请在on_train_step_end中累加cb_params.net_outputs，并在on_train_epoch_end中除以step数'
         for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
             one = not two_groups
             which = '学习率' if one else '两个参数组的学习率'
@@ -152,9 +158,12 @@ def test_q6_patience(HalveLROnPlateau, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格{setup}，再运行这个检查'
     require_class('HalveLROnPlateau', HalveLROnPlateau)
 
     class ScriptedLoss(nn.Module):
@@ -217,6 +226,9 @@ def test_q6_patience(HalveLROnPlateau, env):
         hint = ''
         if record.lrs and all((lrs == initial for lrs in record.lrs)):
             hint = "；你的回调从未改变学习率：请把cb_params.optimizer.param_groups中每个group的group['lr']减半"
+        lasts = expected_lrs([epoch[-1] for epoch in step_losses], patience, initial)
+        if record.lrs == lasts != expected:
+            hint = '；你的回调依据的是每个epoch最后一个step的loss（on_train_epoch_end中的cb_params.net_outputs），而不是该epoch的平均值：请在on_train_step_end中累加cb_params.net_outputs，并在on_train_epoch_end中除以step数'
         for epoch, (want, got) in enumerate(zip(expected, record.lrs), 1):
             one = not two_groups
             which = '学习率' if one else '两个参数组的学习率'

@@ -41,9 +41,12 @@ def test_q7_slowest(slowest_callback, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的函数：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的函数：请先运行定义它的单元格{setup}，再运行这个检查'
     require_function('slowest_callback', slowest_callback)
 
     def check_made_up(rows):
@@ -138,9 +141,12 @@ def test_q7_epoch_checkpoint(epoch_checkpoint, env):
                 except Exception as error:
                     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == '<cell>']
                     problem, line, detail = (error, (lines or [1])[-1], str(error))
+            if problem is not None and isinstance(problem, NameError) and ('Callback' not in env):
+                raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}，因为内核启动（或重启）以来还没有运行过设置单元格：请先运行靠近顶部的设置单元格（它导入Callback并定义new_trainer；也可以运行这个单元格上方的所有单元格），再运行定义{name}的单元格，然后运行这个检查')
             if problem is not None:
                 raise AssertionError(f'定义{name}的单元格（编号为[{count}]的那个）在第{line}行出现{type(problem).__name__}：{detail}；请改正后重新运行该单元格，再运行这个检查')
-        assert value is not None, f'没有名为{name}的函数：请先运行定义它的单元格，再运行这个检查'
+        setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
+        assert value is not None, f'没有名为{name}的函数：请先运行定义它的单元格{setup}，再运行这个检查'
     require_function('epoch_checkpoint', epoch_checkpoint)
 
     def check_epochs(epochs, steps):
@@ -166,7 +172,11 @@ def test_q7_epoch_checkpoint(epoch_checkpoint, env):
         if not files:
             hint = '；请把传入的目录交给ModelCheckpoint（directory=directory）'
         elif len(saved_at) > 1:
-            hint = '；它比每个epoch一次保存得更频繁：默认的CheckpointConfig()在每个step之后都保存，请给ModelCheckpoint一个每steps_per_epoch个step保存一次的CheckpointConfig'
+            saves = sorted(((int(m.group(1)) - 1) * steps + int(m.group(2)) for m in (re.search('-(\\d+)_(\\d+)\\.ckpt$', name) for name in files) if m))
+            if len(saves) > 2 and saves[-1] == epochs * steps:
+                saves = saves[:-1]
+            every = min((b - a for a, b in zip(saves, saves[1:]))) if len(saves) > 1 else saves[0]
+            hint = f'；它每{every}个step保存一次，而每个epoch有{steps}个step：请给ModelCheckpoint传入CheckpointConfig(save_checkpoint_steps=steps_per_epoch)，这样它在每个epoch最后一个step之后保存'
         ok = len(files) == epochs and all((name.endswith(end) for name, end in zip(files, expected)))
         assert ok, f'{epochs}个epoch，每个epoch {steps}个step（steps_per_epoch={steps}）：预期每个epoch一个检查点，在该epoch最后一个step之后保存（文件名以{expected}结尾），但ModelCheckpoint写出了{files}{hint}'
     check_epochs(2, 5)
