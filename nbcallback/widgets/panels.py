@@ -101,7 +101,7 @@ def default_panels(
     the learning rate (``lr``: it changed); then ``extra``.
     """
     loss_lines = [Line("loss", words("legend_train"), "train", "band")]
-    eval_loss = next((name for name in ("loss", "eval_loss") if name in metrics), None)
+    eval_loss = next((name for name in ("loss", "eval_loss", "val_loss") if name in metrics), None)
     if eval_loss is not None:
         loss_lines.append(Line("eval:" + eval_loss, words("legend_eval"), "eval", "points"))
     panels = [Panel(words("panel_loss"), loss_lines, "log" if loss_positive else "linear")]
