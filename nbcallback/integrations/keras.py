@@ -4,7 +4,7 @@ Loss: the ``loss`` Keras hands ``on_train_batch_end`` (a number: Keras has read 
 over the epoch's batches so far, as Keras's own progress bar shows it.  Epochs and steps: ``fit``'s ``epochs``
 and ``steps`` (``self.params``).  Validation: a bar per batch and at its end the ``val_*`` entries of the epoch's
 logs (``val_loss`` in the loss panel).  Stop: sets ``model.stop_training``, so Keras ends after the current batch.
-lr box: ``model.optimizer.learning_rate`` (hidden where the optimizer has a schedule instead of a number).
+lr box: ``model.optimizer.learning_rate`` (disabled where the optimizer has a schedule instead of a number).
 """
 from __future__ import annotations
 
