@@ -5,6 +5,7 @@ import numbers
 from typing import Any, Mapping
 
 from nbcallback.widgets.base import LiveCallback
+from nbcallback.widgets.dashboard import Dashboard
 
 __all__ = ["make_board", "numbers_only"]
 
@@ -19,8 +20,6 @@ def make_board(board: LiveCallback | None, kwargs: dict[str, Any], adapter: str)
             raise TypeError(f"{adapter}: board= takes a Dashboard, LiveLossPlot or ProgressBar, got "
                             f"{type(board).__name__}")
         return board
-    from nbcallback.widgets.dashboard import Dashboard
-
     return Dashboard(**kwargs)
 
 
