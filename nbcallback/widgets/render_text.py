@@ -10,12 +10,13 @@ from typing import Any, TextIO
 
 from nbcallback.widgets.env import is_tty
 from nbcallback.widgets.format import (
-    display_width, duration, metric, number, progress_parts, run_summary, shown_loss, text_table,
+    display_width, duration, metric, number, progress_parts, run_summary, share_percent, short_seconds, shown_loss,
+    text_table,
 )
-from nbcallback.widgets.state import View
+from nbcallback.widgets.state import TimeFacts, View
 from nbcallback.widgets.words import ENGLISH, Words
 
-__all__ = ["TTYRenderer", "LogRenderer", "NullRenderer"]
+__all__ = ["TTYRenderer", "LogRenderer", "NullRenderer", "time_text"]
 
 
 class NullRenderer:
@@ -228,3 +229,9 @@ class LogRenderer(_TextBase):
             else:
                 extra = self.words("log_with_validation") if view.validates else ""
                 self._line(self.words("log_training", epochs=view.epochs, steps=view.steps_per_epoch) + extra)
+
+
+def time_text(time: TimeFacts, words: Words = ENGLISH) -> str:
+    """The bar in one line: ``where the time goes (wall time 12.31 s): train step 71.3 %, loop 20.1 %, ...``."""
+    parts = words("list_separator").join(f"{seg.label} {share_percent(seg.share)}" for seg in time.segments)
+    return words("time_text", wall=words("time_wall", time=short_seconds(time.wall_s)), parts=parts)
