@@ -30,8 +30,7 @@ from nbcallback.widgets.controls import SHARED_KEY, SharedStop, apply_learning_r
 from nbcallback.widgets.env import DISPLAY_MODES, resolve_display
 from nbcallback.widgets.feed import LoopFeed, StopTraining, checked_loss
 from nbcallback.widgets.panels import Panel, default_panels
-from nbcallback.widgets.render_text import NullRenderer
-from nbcallback.widgets.renderers import choose_renderer
+from nbcallback.widgets.renderers import NullRenderer, Renderer, choose_renderer
 from nbcallback.widgets.sampling import StepSampler, learning_rate
 from nbcallback.widgets.scheduling import RefreshScheduler
 from nbcallback.widgets.state import TrainingState, View
@@ -197,7 +196,7 @@ class LiveCallback(Callback):
 
     def _init_run(self) -> None:
         self.mode = "off"
-        self.renderer: Any = NullRenderer()
+        self.renderer: Renderer = NullRenderer()
         self._run = _Run()
         self._sampler = StepSampler()
         self._requests = _Requests()
