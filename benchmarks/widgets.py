@@ -370,7 +370,7 @@ def hot_path_benchmark(calls: int = 200_000) -> dict:
 
 #: One live refresh, in a fresh interpreter on the checkout at {repo}: a Dashboard shown as a widget (the kernel check
 #: and ``display`` faked; the widget's messages go to ipywidgets' stand-in comm) over a 938-step fit with a fake
-#: clock; thread CPU time of the refreshes (``_record`` + ``_send``).
+#: clock; thread CPU time of the refreshes (``_record`` + ``_update``).
 REFRESH_SCRIPT = """\
 import json, statistics, sys, time, warnings
 sys.path.insert(0, {repo!r})
@@ -408,7 +408,8 @@ def timed(method, counts):
         SPENT["sends"] += counts
     return wrapper
 base.LiveCallback._record = timed(base.LiveCallback._record, 0)
-base.LiveCallback._send = timed(base.LiveCallback._send, 1)
+SEND = "_update" if hasattr(base.LiveCallback, "_update") else "_send"  # (named _send before issue 46)
+setattr(base.LiveCallback, SEND, timed(getattr(base.LiveCallback, SEND), 1))
 def fit():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))

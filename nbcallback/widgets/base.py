@@ -181,7 +181,7 @@ class LiveCallback(Callback):
         self._clock = clock or time.monotonic
         self._depth = 0
         self._thread: int | None = None  # the thread whose run entered first (checked while _depth > 0)
-        self._scheduler = RefreshScheduler(owner, self._clock)
+        self._scheduler = RefreshScheduler(owner, self._clock, abort=lambda: self.renderer.abort())
         self._init_run()
         try:  # in a kernel, import what the display needs now (matplotlib and its fonts), not at the run's end
             if resolve_display(display, rank=int(os.environ.get("RANK") or 0), stream=file) == "widget":
@@ -440,8 +440,8 @@ class LiveCallback(Callback):
         return self.state.view(now, live_rows=self.settings.live_rows)
 
     def _guard(self, action: Callable[[], Any]) -> None:
-        """Run a display action (see :meth:`RefreshScheduler.guard`)."""
-        self._scheduler.guard(action, lambda: self.renderer.abort())
+        """Run a display action other than a refresh (see :meth:`RefreshScheduler.guard`)."""
+        self._scheduler.guard(action)
 
     def _open(self, rank: int, plots: bool = True) -> None:
         """Resolve the display mode and open the renderer (no-op when already open); ``plots``: a training run."""
@@ -667,13 +667,12 @@ class LiveCallback(Callback):
         that is not due yet is left to a timer, in case no step comes to refresh when it is due."""
         if self._run.kind is None or self.mode == "off" or self._scheduler.failed:
             return
-        self._scheduler.refresh(now, self._send, lambda: self._sampler.t_check, boundary=boundary,
+        self._scheduler.refresh(now, self._update, lambda: self._sampler.t_check, boundary=boundary,
                                 late=self.renderer.late_updates)
 
-    def _send(self, now: float) -> None:
-        """Send the state now (the scheduler holds its lock)."""
-        view = self._live_view(now)
-        self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
+    def _update(self, now: float) -> None:
+        """Show the state now (the scheduler calls it under its lock and guard)."""
+        self.renderer.update(self._live_view(now), self.state, self._shows_status())
 
     # ------------------------------------------------------------------ the end
 
@@ -773,7 +772,7 @@ class LiveCallback(Callback):
         self.__dict__.update(state)
         self.state = TrainingState()
         self._depth = 0
-        self._scheduler = RefreshScheduler(type(self).__name__, self._clock)
+        self._scheduler = RefreshScheduler(type(self).__name__, self._clock, abort=lambda: self.renderer.abort())
         self._init_run()
 
 

@@ -88,9 +88,9 @@ class Dashboard(LiveLossPlot):
         if standalone:
             self._find_profiler(run_context.original_args())
 
-    def _send(self, now: float) -> None:
+    def _update(self, now: float) -> None:
         self._take_time()
-        super()._send(now)
+        super()._update(now)
 
     def _finalize(self, exc: BaseException | None) -> None:
         self._take_time()
