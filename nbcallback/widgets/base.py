@@ -54,7 +54,8 @@ def _counted(hook: Callable[..., None]) -> Callable[..., None]:
 
 @dataclasses.dataclass
 class _Settings:
-    """The display settings given to the callback (see :class:`LiveCallback`); ``words`` speak its ``lang``."""
+    """The display settings given to the callback (see :class:`LiveCallback`; read them as ``callback.settings``);
+    ``words`` speak its ``lang``."""
 
     display: str
     words: Words
@@ -204,16 +205,6 @@ class LiveCallback(Callback):
         self.last_png: bytes | None = None
         #: Seconds the end of the last run took on the training thread (final PNG and snapshot).
         self.final_seconds = 0.0
-
-    # The settings as given (read-only; set them when creating the callback).
-    display = property(lambda self: self.settings.display, doc="See the class arguments.")
-    words = property(lambda self: self.settings.words, doc="The display's words, in its ``lang``.")
-    file = property(lambda self: self.settings.file, doc="Where text output goes (None: ``sys.stdout``).")
-    graceful_interrupt = property(lambda self: self.settings.graceful_interrupt, doc="See the class arguments.")
-    refresh_interval = property(lambda self: self.settings.refresh_interval, doc="See the class arguments.")
-    log_interval = property(lambda self: self.settings.log_interval, doc="See the class arguments.")
-    live_rows = property(lambda self: self.settings.live_rows, doc="See the class arguments.")
-    max_rows = property(lambda self: self.settings.max_rows, doc="See the class arguments.")
 
     @property
     def _prepared(self) -> bool:
@@ -404,7 +395,7 @@ class LiveCallback(Callback):
         of :func:`~nbcallback.widgets.panels.default_panels`.  Subclasses override it (LiveLossPlot adds its
         ``groups``, ``panels`` and ``lr_panel``)."""
         return default_panels(tuple(facts.get("metrics", ())), lr=bool(facts.get("lr_changed")),
-                              loss_positive=bool(facts.get("loss_positive", True)), words=self.words)
+                              loss_positive=bool(facts.get("loss_positive", True)), words=self.settings.words)
 
     def _panels(self, facts: dict[str, Any]) -> list[Panel]:
         """:meth:`_panels_for`, asked again only when the facts that choose the panels change (the widget asks at
@@ -434,7 +425,7 @@ class LiveCallback(Callback):
             callbacks += list(run.cb_params.get("list_callback") or ())
         callbacks += run.shared.members if run.shared is not None else []
         return [callback for callback in callbacks
-                if isinstance(callback, LiveCallback) and "progress" in callback._PARTS and callback.display != "off"]
+                if isinstance(callback, LiveCallback) and "progress" in callback._PARTS and callback.settings.display != "off"]
 
     def _live_view(self, now: float) -> View:
         return self.state.view(now, live_rows=self.settings.live_rows)
@@ -448,10 +439,10 @@ class LiveCallback(Callback):
         if self._run.prepared:
             return
         settings = self.settings
-        self.mode = resolve_display(self.display, rank=rank, stream=settings.file)
+        self.mode = resolve_display(settings.display, rank=rank, stream=settings.file)
         parts = self._PARTS if plots else self._PARTS - {"plot"}
         self.renderer = choose_renderer(
-            self.mode, parts, words=self.words, background=self._run.background,
+            self.mode, parts, words=self.settings.words, background=self._run.background,
             graceful_interrupt=settings.graceful_interrupt,
             repeats_another=self.mode in ("tty", "log") and self._repeats_another(), file=settings.file,
             log_interval=settings.log_interval, panels_for=self._panels,
@@ -723,7 +714,7 @@ class LiveCallback(Callback):
 
             panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
                                        "lr_changed": data.lr_changed})
-            png = render_png(panels, data, self.words)
+            png = render_png(panels, data, self.settings.words)
             return png, png_size(len(drawable(panels, data)))[0]
         except Exception as exc:  # matplotlib missing or broken: the snapshot still goes out
             warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the final plot could not be drawn "
@@ -760,7 +751,7 @@ class LiveCallback(Callback):
         """The current state of the (last) run, e.g. for a custom report; ``status_text`` is in the callback's
         language (``lang=``)."""
         view = self.state.view(self._clock(), live_rows=None, max_rows=self.settings.max_rows)
-        run = dataclasses.replace(view.run, status_text=self.words.say(view.status_text))
+        run = dataclasses.replace(view.run, status_text=self.settings.words.say(view.status_text))
         return dataclasses.replace(view, run=run)
 
     def __getstate__(self) -> dict[str, Any]:

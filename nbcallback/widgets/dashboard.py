@@ -76,7 +76,7 @@ class Dashboard(LiveLossPlot):
             rows, wall = profiler.rows, profiler.wall_s
         except RuntimeError:
             return  # the last bar stays until the next refresh
-        self.state.set_time(time_facts(rows, wall, self.words, order))
+        self.state.set_time(time_facts(rows, wall, self.settings.words, order))
 
     def on_train_begin(self, run_context: RunContext) -> None:
         super().on_train_begin(run_context)
