@@ -7,7 +7,7 @@
   import cycle: each one must be in :data:`LAZY`, with its reason.
 * No class in ``widgets/`` or ``dataset/`` keeps more than :data:`MAX_ATTRIBUTES` attributes, its bases' included
   (group what belongs together in a small record instead): what its methods assign to ``self`` and, for a
-  dataclass, its fields.
+  mutable dataclass, its fields (a frozen one is a value).
 """
 from __future__ import annotations
 
@@ -123,8 +123,8 @@ def _classes() -> dict[str, list[_Class]]:
                 continue
             bases = [base.id if isinstance(base, ast.Name) else getattr(base, "attr", "") for base in node.bases]
             record = _Class(path, bases)
-            if any(_is_dataclass_decorator(decorator) for decorator in node.decorator_list):
-                for statement in node.body:  # a dataclass's fields are its instances' state too
+            if any(_is_dataclass_decorator(decorator, mutable_only=True) for decorator in node.decorator_list):
+                for statement in node.body:  # a (mutable) dataclass's fields are its instances' state too
                     if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
                             and "ClassVar" not in ast.unparse(statement.annotation):
                         record.attributes.add(statement.target.id)
@@ -143,11 +143,16 @@ def _classes() -> dict[str, list[_Class]]:
     return found
 
 
-def _is_dataclass_decorator(decorator: ast.expr) -> bool:
-    """``@dataclass``, ``@dataclasses.dataclass`` or either called with options."""
+def _is_dataclass_decorator(decorator: ast.expr, mutable_only: bool = False) -> bool:
+    """``@dataclass``, ``@dataclasses.dataclass`` or either called with options (``mutable_only``: not
+    ``frozen=True``, whose instances are values, not state)."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return (isinstance(target, ast.Name) and target.id == "dataclass") or \
+    named = (isinstance(target, ast.Name) and target.id == "dataclass") or \
         (isinstance(target, ast.Attribute) and target.attr == "dataclass")
+    frozen = isinstance(decorator, ast.Call) and any(
+        keyword.arg == "frozen" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        for keyword in decorator.keywords)
+    return named and not (mutable_only and frozen)
 
 
 def _all_attributes(name: str, classes: dict[str, list[_Class]], seen: frozenset[str] = frozenset()) -> set[str]:
@@ -169,6 +174,7 @@ def test_the_attribute_counter_counts_a_dataclass_fields() -> None:
     classes = _classes()
     assert {"display", "words", "live_rows", "plan"} <= _all_attributes("_Settings", classes)  # widgets/base.py
     assert "_PARTS" not in _all_attributes("LiveCallback", classes)  # a class constant, not a dataclass field
+    assert _all_attributes("View", classes) == set()  # frozen: a value, not mutable state
 
 
 @pytest.mark.parametrize("package", ["widgets", "dataset"])
