@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from nbcallback.widgets.base import LiveCallback
 from nbcallback.widgets.dashboard import Dashboard
 
-__all__ = ["make_board", "numbers_only"]
+__all__ = ["feeding", "make_board", "numbers_only"]
 
 
 def make_board(board: LiveCallback | None, kwargs: dict[str, Any], adapter: str) -> LiveCallback:
@@ -37,3 +37,10 @@ def numbers_only(values: Mapping[str, Any], drop: tuple[str, ...] = ()) -> dict[
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             out[str(name)] = float(value)
     return out
+
+
+def feeding(board: LiveCallback) -> bool:
+    """Whether ``board`` shows a run fed by the adapter that has not ended (a framework's stand-alone evaluation,
+    outside ``fit``, is not shown)."""
+    feed = board._run.feed
+    return feed is not None and not feed.ended

@@ -13,7 +13,7 @@ import math
 from typing import Any, Mapping
 
 from nbcallback.integrations import missing_library
-from nbcallback.integrations._common import make_board, numbers_only
+from nbcallback.integrations._common import feeding, make_board, numbers_only
 from nbcallback.widgets.base import LiveCallback
 
 try:
@@ -57,18 +57,18 @@ class LightningDashboard(_LightningCallback):
             trainer.should_stop = True
 
     def on_validation_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        if trainer.sanity_checking or self.board._run.feed is None:
+        if trainer.sanity_checking or not feeding(self.board):
             return
         total = sum(int(n) for n in trainer.num_val_batches if math.isfinite(n)) or None
         self.board.eval_begin(total)
 
     def on_validation_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int,
                                 dataloader_idx: int = 0) -> None:
-        if not trainer.sanity_checking and self.board._run.feed is not None:
+        if not trainer.sanity_checking and feeding(self.board):
             self.board.eval_step()
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
-        if trainer.sanity_checking or self.board._run.feed is None:
+        if trainer.sanity_checking or not feeding(self.board):
             return
         results = numbers_only(_validation_metrics(trainer))
         if results:

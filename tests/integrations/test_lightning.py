@@ -72,6 +72,9 @@ def test_lightning_fit_shows_epochs_losses_and_validation() -> None:
     assert view.values.lr == pytest.approx(0.1)
     assert len(dash.board.state.plot_data().series["loss"]["x"]) == 60  # every step's loss, read at refreshes
     assert "Training finished: 3/3 epochs, 60/60 steps" in out.getvalue()
+    trainer = _trainer([dash])
+    trainer.validate(Small(), valid)  # a stand-alone validation is not shown; the last run's view stays
+    assert dash.board.view().progress.steps_done == 60
 
 
 def test_lightning_stop_sets_should_stop_and_the_run_ends_stopped() -> None:

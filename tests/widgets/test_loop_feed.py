@@ -216,3 +216,21 @@ def test_stop_training_is_exported_and_caught_by_the_block() -> None:
         board.log(loss=1.0)
         raise StopTraining("the user's own stop")
     assert board.view().run.status == "finished"  # no Stop was requested: the loop just ended
+
+
+def test_ctrl_c_stops_the_with_block_after_the_step() -> None:
+    import os
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    seen = []
+    with ProgressBar("off", epochs=1, steps_per_epoch=50) as board:
+        for step in range(50):
+            seen.append(step)
+            if step == 7:
+                os.kill(os.getpid(), signal.SIGINT)  # the kernel's interrupt button sends the same
+            board.log(loss=1.0)
+    assert seen[-1] == 7
+    assert board.view().run.status_text == "stopped by user at epoch 1, step 8 (Ctrl-C)"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
