@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nbcallback.integrations import missing_library
-from nbcallback.integrations._common import make_board, numbers_only
+from nbcallback.integrations._common import feeding, make_board, numbers_only
 from nbcallback.widgets.base import LiveCallback
 
 try:
@@ -44,6 +44,8 @@ class KerasDashboard(_keras.callbacks.Callback):
         self.epoch = 0
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        if feeding(self.board):  # the last run raised: the framework has no hook for that, so it ends here
+            self.board.finish(error=RuntimeError("the run stopped with an error (see the traceback above)"))
         params = self.params or {}
         optimizer = getattr(self.model, "optimizer", None)
         rate = getattr(optimizer, "learning_rate", None)

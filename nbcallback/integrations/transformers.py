@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from nbcallback.integrations import missing_library
-from nbcallback.integrations._common import make_board, numbers_only
+from nbcallback.integrations._common import feeding, make_board, numbers_only
 from nbcallback.widgets.base import LiveCallback
 
 try:
@@ -46,6 +46,8 @@ class TransformersDashboard(_TrainerCallback):
         self.training = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if feeding(self.board):  # the last run raised: the framework has no hook for that, so it ends here
+            self.board.finish(error=RuntimeError("the run stopped with an error (see the traceback above)"))
         epochs = int(math.ceil(state.num_train_epochs)) if state.num_train_epochs else None
         steps = int(state.max_steps) if state.max_steps and state.max_steps > 0 else None
         per_epoch = math.ceil(steps / epochs) if steps and epochs else None

@@ -78,3 +78,20 @@ def test_keras_lr_box_sets_the_optimizer() -> None:
     model.fit(x, y, epochs=1, batch_size=32, callbacks=[AtBatch(3, lambda m: dash.board.set_learning_rate(0.02)),
                                                          dash], verbose=0)
     assert float(model.optimizer.learning_rate) == pytest.approx(0.02)
+
+
+def test_keras_after_a_failed_fit_the_next_fit_shows_a_new_run() -> None:
+    class Broken(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            if batch == 2:
+                raise ArithmeticError("broken batch")
+
+    dash = KerasDashboard(display="off")
+    x, y = _data()
+    model = _model()
+    with pytest.raises(ArithmeticError):
+        model.fit(x, y, epochs=1, batch_size=32, callbacks=[dash, Broken()], verbose=0)
+    assert dash.board.view().run.status == "running"  # Keras has no hook for an exception
+    model.fit(x, y, epochs=1, batch_size=32, callbacks=[dash], verbose=0)
+    assert dash.board.view().run.status == "finished"
+    assert dash.board.view().progress.steps_done == 10
