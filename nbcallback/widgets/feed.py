@@ -178,10 +178,13 @@ class LoopFeed:
     def _end_eval(self, values: dict[str, float] | None) -> None:
         params, ctx = self.cb_params, self.eval_ctx
         assert ctx is not None
+        held = {}  # a pass ended without results: an earlier pass's results are not its row
         if values is not None:
             params["metrics"] = params["eval_results"] = values
+        else:
+            held = {key: params.pop(key) for key in ("eval_results", "metrics") if key in params}
         self.board.on_eval_end(ctx)
-        params.update(self.saved, mode="train")
+        params.update(self.saved, mode="train", **held)
         self.eval_ctx = None
 
     # ------------------------------------------------------------------ the end

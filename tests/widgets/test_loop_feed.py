@@ -234,3 +234,15 @@ def test_ctrl_c_stops_the_with_block_after_the_step() -> None:
     assert seen[-1] == 7
     assert board.view().run.status_text == "stopped by user at epoch 1, step 8 (Ctrl-C)"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
+def test_an_evaluation_pass_without_results_adds_no_row() -> None:
+    with ProgressBar("off", epochs=1, steps_per_epoch=20) as board:
+        for step in range(20):
+            board.log(loss=1.0)
+            if step == 9:
+                board.log_eval(loss=0.5)
+            if step in (12, 13):
+                board.eval_step()  # a pass that the next log() ends without results
+    rows = board.view().table.rows
+    assert [(row.step, row.values) for row in rows] == [(10, {"loss": 0.5})]
