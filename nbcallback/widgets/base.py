@@ -83,7 +83,6 @@ class _Run:
     callback_stop: bool = False  # a callback called run_context.request_stop()
     t_end: float | None = None
     panels: tuple[tuple[Any, ...], list[Panel]] | None = None  # (the facts that chose the plot's panels, the panels)
-    timed_by: Any = None  # Dashboard's time bar: (the run's CallbackProfiler, its rows' labels in the list's order)
     feed: LoopFeed | None = None  # the run is fed by log() and friends (a plain loop or a framework's adapter)
 
 
