@@ -14,7 +14,7 @@ MNIST-shaped tensors held in memory):
 
 Per run: the wall time, its ratio to the framework's bare run of the same round (the configs of a round in a
 rotating order), and for nbcallback's displays the **training thread's share**: the seconds its hooks took on the
-training thread while live (``view().speed.display_seconds`` minus the end of run, ``final_seconds``) over the
+training thread while live (``view().display_seconds`` minus the end of run, ``final_seconds``) over the
 run's wall time; target <= 0.6 %, as for ``Model`` (benchmarks/widgets.py).  The share is measured by the
 display itself; tqdm and livelossplot have no such measure, so only their wall ratios are shown (on a shared
 machine the ratios' spread is larger than the display's cost).
@@ -66,7 +66,7 @@ RESULTS = []
 
 def share(board, wall):
     view = board.view()
-    return max(0.0, view.speed.display_seconds - board.final_seconds) / wall
+    return max(0.0, view.display_seconds - board.final_seconds) / wall
 
 
 def note(framework, config, round_, wall, board=None):

@@ -750,8 +750,7 @@ class LiveCallback(Callback):
         """The current state of the (last) run, e.g. for a custom report; ``status_text`` is in the callback's
         language (``lang=``)."""
         view = self.state.view(self._clock(), live_rows=None, max_rows=self.settings.max_rows)
-        run = dataclasses.replace(view.run, status_text=self.settings.words.say(view.status_text))
-        return dataclasses.replace(view, run=run)
+        return dataclasses.replace(view, status_text=self.settings.words.say(view.status_text))
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""

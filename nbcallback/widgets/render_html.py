@@ -154,8 +154,7 @@ def snapshot_bundle(
     lines = [summary] + [text for text in (view.error, lr_note(view, words)) if text]
     if view.rows and parts & {"progress", "table", "plot"}:
         rows = view.rows[-10:]
-        last = dataclasses.replace(view.table, rows=tuple(rows), rows_omitted=0, omitted_after=0)
-        lines += text_table(dataclasses.replace(view, table=last), words)
+        lines += text_table(dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0), words)
         if view.rows_total > len(rows):
             lines.append(words("last_rows_text", shown=len(rows), total=view.rows_total))
     if has_plot:

@@ -49,13 +49,13 @@ def test_keras_fit_shows_epochs_losses_and_validation() -> None:
     x, y = _data()
     history = _model().fit(x, y, epochs=3, batch_size=32, validation_split=0.2, callbacks=[dash], verbose=0)
     view = dash.board.view()
-    assert view.run.status == "finished"
-    assert (view.progress.epochs, view.progress.steps_per_epoch, view.progress.steps_done) == (3, 8, 24)
-    assert [row.step for row in view.table.rows] == [8, 16, 24]
-    assert set(view.table.columns) == {"val_loss", "val_accuracy"}
-    assert view.table.rows[-1].values["val_loss"] == pytest.approx(history.history["val_loss"][-1])
-    assert view.values.last_loss == pytest.approx(history.history["loss"][-1])  # Keras's epoch mean at its end
-    assert view.values.lr == pytest.approx(0.1)
+    assert view.status == "finished"
+    assert (view.epochs, view.steps_per_epoch, view.steps_done) == (3, 8, 24)
+    assert [row.step for row in view.rows] == [8, 16, 24]
+    assert set(view.columns) == {"val_loss", "val_accuracy"}
+    assert view.rows[-1].values["val_loss"] == pytest.approx(history.history["val_loss"][-1])
+    assert view.last_loss == pytest.approx(history.history["loss"][-1])  # Keras's epoch mean at its end
+    assert view.lr == pytest.approx(0.1)
     assert "Training finished: 3/3 epochs, 24/24 steps" in out.getvalue()
 
 
@@ -67,8 +67,8 @@ def test_keras_stop_sets_stop_training() -> None:
         "button")), dash], verbose=0)
     assert model.stop_training
     assert len(history.history["loss"]) == 2  # epoch 2 ended early, epoch 3 never began
-    assert dash.board.view().progress.steps_done == 12
-    assert dash.board.view().run.status_text == "stopped by user at epoch 2, step 2 (Stop button)"  # 10 a epoch
+    assert dash.board.view().steps_done == 12
+    assert dash.board.view().status_text == "stopped by user at epoch 2, step 2 (Stop button)"  # 10 a epoch
 
 
 def test_keras_lr_box_sets_the_optimizer() -> None:
@@ -91,7 +91,7 @@ def test_keras_after_a_failed_fit_the_next_fit_shows_a_new_run() -> None:
     model = _model()
     with pytest.raises(ArithmeticError):
         model.fit(x, y, epochs=1, batch_size=32, callbacks=[dash, Broken()], verbose=0)
-    assert dash.board.view().run.status == "running"  # Keras has no hook for an exception
+    assert dash.board.view().status == "running"  # Keras has no hook for an exception
     model.fit(x, y, epochs=1, batch_size=32, callbacks=[dash], verbose=0)
-    assert dash.board.view().run.status == "finished"
-    assert dash.board.view().progress.steps_done == 10
+    assert dash.board.view().status == "finished"
+    assert dash.board.view().steps_done == 10

@@ -65,16 +65,16 @@ def test_lightning_fit_shows_epochs_losses_and_validation() -> None:
     train, valid = _loaders()
     _trainer([dash]).fit(Small(), train, valid)
     view = dash.board.view()
-    assert view.run.status == "finished"
-    assert (view.progress.epochs, view.progress.steps_per_epoch, view.progress.steps_done) == (3, 20, 60)
-    assert [row.step for row in view.table.rows] == [20, 40, 60]  # the sanity check added no row
-    assert set(view.table.columns) == {"val_loss", "val_acc"}
-    assert view.values.lr == pytest.approx(0.1)
+    assert view.status == "finished"
+    assert (view.epochs, view.steps_per_epoch, view.steps_done) == (3, 20, 60)
+    assert [row.step for row in view.rows] == [20, 40, 60]  # the sanity check added no row
+    assert set(view.columns) == {"val_loss", "val_acc"}
+    assert view.lr == pytest.approx(0.1)
     assert len(dash.board.state.plot_data().series["loss"]["x"]) == 60  # every step's loss, read at refreshes
     assert "Training finished: 3/3 epochs, 60/60 steps" in out.getvalue()
     trainer = _trainer([dash])
     trainer.validate(Small(), valid)  # a stand-alone validation is not shown; the last run's view stays
-    assert dash.board.view().progress.steps_done == 60
+    assert dash.board.view().steps_done == 60
 
 
 def test_lightning_stop_sets_should_stop_and_the_run_ends_stopped() -> None:
@@ -85,7 +85,7 @@ def test_lightning_stop_sets_should_stop_and_the_run_ends_stopped() -> None:
     trainer.fit(Small(), train, valid)
     assert trainer.should_stop
     assert trainer.global_step == 25  # the step in progress ended, no other began
-    assert dash.board.view().run.status_text == "stopped by user at epoch 2, step 5 (Stop button)"
+    assert dash.board.view().status_text == "stopped by user at epoch 2, step 5 (Stop button)"
 
 
 def test_lightning_lr_box_sets_the_optimizer_and_its_scheduler() -> None:
@@ -109,4 +109,4 @@ def test_lightning_error_shows_as_failed() -> None:
     train, valid = _loaders()
     with pytest.raises(ArithmeticError):
         _trainer([dash]).fit(Broken(), train, valid)
-    assert dash.board.view().run.status == "error"
+    assert dash.board.view().status == "error"

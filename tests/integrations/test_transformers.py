@@ -64,14 +64,14 @@ def test_trainer_shows_epochs_logged_losses_and_evaluations(tmp_path: Any) -> No
     trainer = _trainer(tmp_path, [dash])
     trainer.train()
     view = dash.board.view()
-    assert view.run.status == "finished"
-    assert (view.progress.epochs, view.progress.steps_per_epoch, view.progress.steps_done) == (3, 10, 30)
-    assert [row.step for row in view.table.rows] == [10, 20, 30]
-    assert view.table.columns == ("loss",)  # eval_loss without its prefix; runtime and speed left out
+    assert view.status == "finished"
+    assert (view.epochs, view.steps_per_epoch, view.steps_done) == (3, 10, 30)
+    assert [row.step for row in view.rows] == [10, 20, 30]
+    assert view.columns == ("loss",)  # eval_loss without its prefix; runtime and speed left out
     logged = [entry for entry in trainer.state.log_history if "loss" in entry]
     series = dash.board.state.plot_data().series["loss"]
     assert series["x"] == [entry["step"] for entry in logged]  # one point per logged loss, at its step
-    assert view.values.last_loss == pytest.approx(logged[-1]["loss"])
+    assert view.last_loss == pytest.approx(logged[-1]["loss"])
     assert "Training finished: 3/3 epochs, 30/30 steps" in out.getvalue()
 
 
@@ -80,7 +80,7 @@ def test_trainer_stop_sets_should_training_stop(tmp_path: Any) -> None:
     trainer = _trainer(tmp_path, [AtStep(14, lambda kwargs: dash.board.request_stop("button")), dash])
     trainer.train()
     assert trainer.state.global_step == 14
-    assert dash.board.view().run.status_text == "stopped by user at epoch 2, step 4 (Stop button)"
+    assert dash.board.view().status_text == "stopped by user at epoch 2, step 4 (Stop button)"
 
 
 def test_trainer_lr_box_sets_the_rate_and_the_schedule_goes_on_from_it(tmp_path: Any) -> None:

@@ -37,12 +37,12 @@ def test_a_plain_loop_shows_its_epochs_losses_and_evaluations() -> None:
                 board.log(loss=_step(net, opt, x, y))
             board.log_eval(loss=0.5 - epoch / 10, accuracy=0.7 + epoch / 10)
     view = board.view()
-    assert view.run.status == "finished"
-    assert (view.progress.epochs_done, view.progress.steps_done, view.progress.total_steps) == (3, 60, 60)
-    assert [row.epoch for row in view.table.rows] == [1, 2, 3]
-    assert [row.step for row in view.table.rows] == [20, 40, 60]
-    assert view.table.rows[-1].values == pytest.approx({"loss": 0.3, "accuracy": 0.9})
-    assert view.values.lr == pytest.approx(0.1)
+    assert view.status == "finished"
+    assert (view.epochs_done, view.steps_done, view.total_steps) == (3, 60, 60)
+    assert [row.epoch for row in view.rows] == [1, 2, 3]
+    assert [row.step for row in view.rows] == [20, 40, 60]
+    assert view.rows[-1].values == pytest.approx({"loss": 0.3, "accuracy": 0.9})
+    assert view.lr == pytest.approx(0.1)
     losses = board.state.plot_data().series["loss"]
     assert losses  # the per-step losses reached the plot's series
     text = out.getvalue()
@@ -66,10 +66,11 @@ def test_the_same_run_through_model_and_through_log_shows_the_same_losses() -> N
             for x, y in data:
                 fed.log(loss=_step(net, opt, x, y))
     by_model, by_log = through_model.view(), fed.view()
-    assert by_model.values.loss is not None
-    assert by_log.values.loss == pytest.approx(by_model.values.loss, rel=1e-6)
-    assert by_log.values.last_loss == pytest.approx(by_model.values.last_loss, rel=1e-6)
-    assert by_log.progress == by_model.progress
+    assert by_model.loss is not None
+    assert by_log.loss == pytest.approx(by_model.loss, rel=1e-6)
+    assert by_log.last_loss == pytest.approx(by_model.last_loss, rel=1e-6)
+    fields = ("epochs_done", "steps_done", "global_step", "step_in_epoch", "epoch")
+    assert [getattr(by_log, f) for f in fields] == [getattr(by_model, f) for f in fields]
     assert fed.state.plot_data().series == through_model.state.plot_data().series
 
 
@@ -87,8 +88,8 @@ def test_stop_ends_the_with_block_after_the_current_step() -> None:
     assert seen[-1] == (1, 5)  # the step in progress ended, no other began
     assert board.stop_requested
     view = board.view()
-    assert view.run.status == "stopped"
-    assert view.run.status_text == "stopped by user at epoch 2, step 6 (Stop button)"
+    assert view.status == "stopped"
+    assert view.status_text == "stopped by user at epoch 2, step 6 (Stop button)"
 
 
 def test_outside_a_with_block_stop_is_a_flag_and_finish_ends_the_run() -> None:
@@ -104,7 +105,7 @@ def test_outside_a_with_block_stop_is_a_flag_and_finish_ends_the_run() -> None:
             break
     board.finish()
     assert steps == 10  # the flag is up as soon as the request is made
-    assert board.view().run.status_text == "stopped by user at epoch 1, step 10 (request_stop())"
+    assert board.view().status_text == "stopped by user at epoch 1, step 10 (request_stop())"
     board.finish()  # a second call does nothing
     with pytest.raises(RuntimeError, match=r"log\(\) after finish\(\)"):
         board.log(loss=1.0)
@@ -125,17 +126,17 @@ def test_the_lr_box_drives_the_optimizer_and_its_scheduler() -> None:
             scheduler.step()
     assert scheduler.base_lrs == [pytest.approx(0.05)]  # the schedule goes on from the new rate
     assert opt.param_groups[0]["lr"] == pytest.approx(0.05 / 11)
-    assert board.view().values.lr_changes  # the change is marked on the plot
+    assert board.view().lr_changes  # the change is marked on the plot
 
 
 def test_without_totals_the_first_log_starts_the_run() -> None:
     with LiveLossPlot("off") as board:
-        assert board.view().run.status != "running"
+        assert board.view().status != "running"
         for step in range(30):
             board.log(loss=torch.tensor(1.0 / (step + 1)), epoch=step // 10)
     view = board.view()
-    assert view.run.status == "finished"
-    assert (view.progress.epochs_done, view.progress.steps_done) == (3, 30)
+    assert view.status == "finished"
+    assert (view.epochs_done, view.steps_done) == (3, 30)
 
 
 class _Reads(TorchFunctionMode):
@@ -170,7 +171,7 @@ def test_log_reads_the_losses_only_at_a_refresh_never_per_step() -> None:
     with _Reads() as reads:
         board.finish()
     assert reads.count > 0  # the last losses, read once at the end
-    assert board.view().values.last_loss == 500.0
+    assert board.view().last_loss == 500.0
 
 
 def test_bad_use_gets_clear_errors() -> None:
@@ -208,14 +209,14 @@ def test_an_error_in_the_loop_shows_as_failed_and_propagates() -> None:
         with ProgressBar("off", epochs=1, steps_per_epoch=10) as board:
             board.log(loss=1.0)
             1 / 0
-    assert board.view().run.status == "error"
+    assert board.view().status == "error"
 
 
 def test_stop_training_is_exported_and_caught_by_the_block() -> None:
     with ProgressBar("off") as board:
         board.log(loss=1.0)
         raise StopTraining("the user's own stop")
-    assert board.view().run.status == "finished"  # no Stop was requested: the loop just ended
+    assert board.view().status == "finished"  # no Stop was requested: the loop just ended
 
 
 def test_ctrl_c_stops_the_with_block_after_the_step() -> None:
@@ -232,7 +233,7 @@ def test_ctrl_c_stops_the_with_block_after_the_step() -> None:
                 os.kill(os.getpid(), signal.SIGINT)  # the kernel's interrupt button sends the same
             board.log(loss=1.0)
     assert seen[-1] == 7
-    assert board.view().run.status_text == "stopped by user at epoch 1, step 8 (Ctrl-C)"
+    assert board.view().status_text == "stopped by user at epoch 1, step 8 (Ctrl-C)"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
 
 
@@ -244,5 +245,5 @@ def test_an_evaluation_pass_without_results_adds_no_row() -> None:
                 board.log_eval(loss=0.5)
             if step in (12, 13):
                 board.eval_step()  # a pass that the next log() ends without results
-    rows = board.view().table.rows
+    rows = board.view().rows
     assert [(row.step, row.values) for row in rows] == [(10, {"loss": 0.5})]
