@@ -173,16 +173,16 @@ if cb is not None:
         t = time.perf_counter(); out = original(rgba); encode_times.append(time.perf_counter() - t); return out
     with mock.patch.object(plot_module, "_palette_png", timed_encode):
         for _ in range(7):
-            t = time.perf_counter(); png = plot_module.render_png(panels, data, cb.words); totals.append(time.perf_counter() - t)
+            t = time.perf_counter(); png = plot_module.render_png(panels, data, cb.settings.words); totals.append(time.perf_counter() - t)
     import numpy as np
     from PIL import Image
     rgba = np.zeros(rgba_shapes[-1], dtype=np.uint8) + 255
     # The encoding steps of _palette_png one by one, on a white picture of the same size (the lower bound) ...
     image = Image.frombuffer("RGBA", (rgba.shape[1], rgba.shape[0]), bytes(rgba), "raw", "RGBA", 0, 1)
-    view = cb.state.view(time.monotonic(), live_rows=None, max_rows=cb.max_rows)
+    view = cb.state.view(time.monotonic(), live_rows=None, max_rows=cb.settings.max_rows)
     snaps = []
     for _ in range(7):
-        t = time.perf_counter(); snapshot_bundle(view, cb._PARTS, has_plot=True, status=True, words=cb.words); snaps.append(time.perf_counter() - t)
+        t = time.perf_counter(); snapshot_bundle(view, cb._PARTS, has_plot=True, status=True, words=cb.settings.words); snaps.append(time.perf_counter() - t)
     PROFILE = {"callback": type(cb).__name__, "panels": len(panels), "pixels": rgba_shapes[-1][:2],
                "png_bytes": len(png),
                "render_png_ms_median": 1000 * statistics.median(totals),
@@ -370,7 +370,7 @@ def hot_path_benchmark(calls: int = 200_000) -> dict:
 
 #: One live refresh, in a fresh interpreter on the checkout at {repo}: a Dashboard shown as a widget (the kernel check
 #: and ``display`` faked; the widget's messages go to ipywidgets' stand-in comm) over a 938-step fit with a fake
-#: clock; thread CPU time of the refreshes (``_record`` + ``_send``).
+#: clock; thread CPU time of the refreshes (``_record`` + ``_update``).
 REFRESH_SCRIPT = """\
 import json, statistics, sys, time, warnings
 sys.path.insert(0, {repo!r})
@@ -408,7 +408,8 @@ def timed(method, counts):
         SPENT["sends"] += counts
     return wrapper
 base.LiveCallback._record = timed(base.LiveCallback._record, 0)
-base.LiveCallback._send = timed(base.LiveCallback._send, 1)
+SEND = "_update" if hasattr(base.LiveCallback, "_update") else "_send"  # (named _send before issue 46)
+setattr(base.LiveCallback, SEND, timed(getattr(base.LiveCallback, SEND), 1))
 def fit():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))

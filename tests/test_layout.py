@@ -1,11 +1,13 @@
 """The rules of ARCHITECTURE.md that code review alone would let slip, checked on the source.
 
 * Dependencies run one way: ``train/`` imports neither ``dataset/`` nor ``widgets/``; ``widgets/`` never imports
-  ``dataset/``; ``dataset/`` imports ``train/`` only in ``_waited.py``.
+  ``dataset/``; ``dataset/`` imports ``train/`` only in ``_waited.py``; nothing imports ``integrations/``, which
+  uses ``widgets/`` (never ``dataset/``).
 * An import inside a function is for a heavy or optional dependency (loaded when first used), never to dodge an
   import cycle: each one must be in :data:`LAZY`, with its reason.
 * No class in ``widgets/`` or ``dataset/`` keeps more than :data:`MAX_ATTRIBUTES` attributes, its bases' included
-  (group what belongs together in a small record instead).
+  (group what belongs together in a small record instead): what its methods assign to ``self`` and, for a
+  mutable dataclass, its fields (a frozen one is a value).
 """
 from __future__ import annotations
 
@@ -81,6 +83,11 @@ def test_dependencies_run_one_way() -> None:
                     wrong.append(f"{path} imports {name}: widgets/ reads the run through train/, not dataset/")
                 if package == "dataset" and target in ("train", "widgets") and path != "nbcallback/dataset/_waited.py":
                     wrong.append(f"{path} imports {name}: only dataset/_waited.py may import train/ (never widgets/)")
+                if package in ("train", "dataset", "widgets") and target == "integrations":
+                    wrong.append(f"{path} imports {name}: integrations/ adapts the board to other frameworks; "
+                                 "nothing in nbcallback depends on it")
+                if package == "integrations" and target == "dataset":
+                    wrong.append(f"{path} imports {name}: an adapter feeds the board's public API only")
     assert not wrong, "\n".join(wrong)
 
 
@@ -116,6 +123,11 @@ def _classes() -> dict[str, list[_Class]]:
                 continue
             bases = [base.id if isinstance(base, ast.Name) else getattr(base, "attr", "") for base in node.bases]
             record = _Class(path, bases)
+            if any(_is_dataclass_decorator(decorator, mutable_only=True) for decorator in node.decorator_list):
+                for statement in node.body:  # a (mutable) dataclass's fields are its instances' state too
+                    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                            and "ClassVar" not in ast.unparse(statement.annotation):
+                        record.attributes.add(statement.target.id)
             for inner in ast.walk(node):
                 targets: list[ast.expr] = []
                 if isinstance(inner, ast.Assign):
@@ -131,6 +143,18 @@ def _classes() -> dict[str, list[_Class]]:
     return found
 
 
+def _is_dataclass_decorator(decorator: ast.expr, mutable_only: bool = False) -> bool:
+    """``@dataclass``, ``@dataclasses.dataclass`` or either called with options (``mutable_only``: not
+    ``frozen=True``, whose instances are values, not state)."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    named = (isinstance(target, ast.Name) and target.id == "dataclass") or \
+        (isinstance(target, ast.Attribute) and target.attr == "dataclass")
+    frozen = isinstance(decorator, ast.Call) and any(
+        keyword.arg == "frozen" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        for keyword in decorator.keywords)
+    return named and not (mutable_only and frozen)
+
+
 def _all_attributes(name: str, classes: dict[str, list[_Class]], seen: frozenset[str] = frozenset()) -> set[str]:
     attributes: set[str] = set()
     for record in classes.get(name, []) if name not in seen else []:
@@ -143,7 +167,14 @@ def _all_attributes(name: str, classes: dict[str, list[_Class]], seen: frozenset
 def test_the_attribute_counter_sees_inherited_attributes() -> None:
     classes = _classes()
     dashboard = _all_attributes("Dashboard", classes)
-    assert {"time_panel", "plot_options", "settings", "state"} <= dashboard  # its own, LiveLossPlot's, LiveCallback's
+    assert {"time_bar", "plot_options", "settings", "state"} <= dashboard  # its own, LiveLossPlot's, LiveCallback's
+
+
+def test_the_attribute_counter_counts_a_dataclass_fields() -> None:
+    classes = _classes()
+    assert {"display", "words", "live_rows", "plan"} <= _all_attributes("_Settings", classes)  # widgets/base.py
+    assert "_PARTS" not in _all_attributes("LiveCallback", classes)  # a class constant, not a dataclass field
+    assert _all_attributes("View", classes) == set()  # frozen: a value, not mutable state
 
 
 @pytest.mark.parametrize("package", ["widgets", "dataset"])

@@ -4,7 +4,8 @@
 panels drawn by the browser, a PNG at the end), :class:`Dashboard` (both, with Stop and lr controls) and
 :func:`run_in_background` (train on a thread, the kernel stays free).  The display is picked automatically
 (widgets in a notebook, one ``\\r`` line on a terminal, log lines elsewhere); override it with ``display=`` or
-``NBCALLBACK_DISPLAY``.  Importing this package imports neither IPython, anywidget nor matplotlib.
+``NBCALLBACK_DISPLAY``.  Any training loop feeds them with ``board.log(loss=...)`` (see :class:`LiveCallback`;
+adapters for Lightning, Hugging Face and Keras 3 in :mod:`nbcallback.integrations`).  Importing this package imports neither IPython, anywidget nor matplotlib.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from nbcallback.widgets.background import BackgroundRun, run_in_background
 from nbcallback.widgets.base import LiveCallback
 from nbcallback.widgets.dashboard import Dashboard
 from nbcallback.widgets.env import DISPLAY_MODES, ENV_VAR, resolve_display
+from nbcallback.widgets.feed import StopTraining
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
 from nbcallback.widgets.panels import Line, Panel
 from nbcallback.widgets.progress_bar import ProgressBar
@@ -27,6 +29,7 @@ __all__ = [
     "LiveLossPlot",
     "Panel",
     "ProgressBar",
+    "StopTraining",
     "TrainingState",
     "View",
     "resolve_display",

@@ -108,7 +108,7 @@ class BackgroundRun:
             state = f"failed ({type(self.exception).__name__})"
         if not self.callbacks:
             return f"<BackgroundRun {state}>"
-        words = self.callbacks[0].words
+        words = self.callbacks[0].settings.words
         view = self.callbacks[0].view()
         details = [str(view.status_text)] if self.done else []
         if view.kind == "train" and view.epoch is not None:

@@ -28,9 +28,9 @@ from nbcallback.train.callback import Callback, RunContext
 from nbcallback.train.model import dataset_size
 from nbcallback.widgets.controls import SHARED_KEY, SharedStop, apply_learning_rate, checked_lr
 from nbcallback.widgets.env import DISPLAY_MODES, resolve_display
+from nbcallback.widgets.feed import LoopFeed, StopTraining, checked_loss
 from nbcallback.widgets.panels import Panel, default_panels
-from nbcallback.widgets.render_text import NullRenderer
-from nbcallback.widgets.renderers import choose_renderer
+from nbcallback.widgets.renderers import NullRenderer, Renderer, choose_renderer
 from nbcallback.widgets.sampling import StepSampler, learning_rate
 from nbcallback.widgets.scheduling import RefreshScheduler
 from nbcallback.widgets.state import TrainingState, View
@@ -54,7 +54,8 @@ def _counted(hook: Callable[..., None]) -> Callable[..., None]:
 
 @dataclasses.dataclass
 class _Settings:
-    """The display settings given to the callback (see :class:`LiveCallback`); ``words`` speak its ``lang``."""
+    """The display settings given to the callback (see :class:`LiveCallback`; read them as ``callback.settings``);
+    ``words`` speak its ``lang``."""
 
     display: str
     words: Words
@@ -64,6 +65,7 @@ class _Settings:
     log_interval: float
     live_rows: int
     max_rows: int
+    plan: dict[str, Any] | None = None  # a loop of the user's own: epochs, steps_per_epoch, optimizer, scheduler
 
 
 @dataclasses.dataclass
@@ -81,7 +83,7 @@ class _Run:
     callback_stop: bool = False  # a callback called run_context.request_stop()
     t_end: float | None = None
     panels: tuple[tuple[Any, ...], list[Panel]] | None = None  # (the facts that chose the plot's panels, the panels)
-    timed_by: Any = None  # Dashboard's time bar: (the run's CallbackProfiler, its rows' labels in the list's order)
+    feed: LoopFeed | None = None  # the run is fed by log() and friends (a plain loop or a framework's adapter)
 
 
 @dataclasses.dataclass
@@ -113,6 +115,26 @@ class LiveCallback(Callback):
         max_points: the most points per plot line (the loss is kept as buckets of steps: min, max, smoothed).
         lang: the display's language, ``'en'`` or ``'zh_CN'``; None reads ``NBCALLBACK_LANG``, then English.
         clock: a function returning monotonic seconds (tests pass a fake).
+        epochs, steps_per_epoch: for a loop of your own (see :meth:`log`): the run's totals (None: unknown); given,
+            ``with board:`` shows the display at once.
+        optimizer: for a loop of your own: the ``torch.optim`` optimizer the lr box drives (and whose rate is shown).
+        scheduler: for a loop of your own: a ``torch.optim.lr_scheduler`` whose ``base_lrs`` the lr box scales too,
+            so the schedule goes on from the new rate.
+
+    A loop of your own feeds it with :meth:`log` (one call per training step), :meth:`log_eval` (evaluation
+    results), optionally :meth:`eval_step` (evaluation progress), and ends with the ``with`` block or
+    :meth:`finish`::
+
+        with Dashboard(epochs=3, steps_per_epoch=len(loader), optimizer=opt) as board:
+            for epoch in range(3):
+                for x, y in loader:
+                    ...
+                    board.log(loss=loss)          # the tensor as it is: read on the host only at a refresh
+                board.log_eval(loss=val_loss, acc=val_acc)
+
+    Stop (the button, :meth:`request_stop`, the kernel's interrupt) makes the next :meth:`log` in a ``with`` block
+    raise :class:`~nbcallback.widgets.StopTraining`, which the block catches: the loop ends after that step.
+    Outside a ``with`` block, read :attr:`stop_requested`.
     """
 
     #: What the subclass shows: a subset of {'progress', 'table', 'plot', 'controls'}.
@@ -132,6 +154,10 @@ class LiveCallback(Callback):
         max_points: int = 1000,
         lang: str | None = None,
         clock: Callable[[], float] | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        optimizer: Any = None,
+        scheduler: Any = None,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -143,13 +169,19 @@ class LiveCallback(Callback):
             raise ValueError(f"log_interval must be > 0 (seconds between log lines), got {log_interval!r}")
         if live_rows < 0 or max_rows < 1:
             raise ValueError(f"live_rows must be >= 0 and max_rows >= 1, got {live_rows!r}, {max_rows!r}")
+        plan = None
+        if (epochs, steps_per_epoch, optimizer, scheduler) != (None, None, None, None):
+            _check_optimizer(optimizer)
+            plan = {"epochs": epochs, "steps_per_epoch": steps_per_epoch, "optimizer": optimizer,
+                    "scheduler": scheduler}
+            LoopFeed(self, **plan)  # checks the totals now, where the mistake is made
         self.settings = _Settings(display, Words(lang), file, bool(graceful_interrupt), refresh_interval,
-                                  float(log_interval), int(live_rows), int(max_rows))
+                                  float(log_interval), int(live_rows), int(max_rows), plan)
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
         self._clock = clock or time.monotonic
         self._depth = 0
         self._thread: int | None = None  # the thread whose run entered first (checked while _depth > 0)
-        self._scheduler = RefreshScheduler(owner, self._clock)
+        self._scheduler = RefreshScheduler(owner, self._clock, abort=lambda: self.renderer.abort())
         self._init_run()
         try:  # in a kernel, import what the display needs now (matplotlib and its fonts), not at the run's end
             if resolve_display(display, rank=int(os.environ.get("RANK") or 0), stream=file) == "widget":
@@ -164,7 +196,7 @@ class LiveCallback(Callback):
 
     def _init_run(self) -> None:
         self.mode = "off"
-        self.renderer: Any = NullRenderer()
+        self.renderer: Renderer = NullRenderer()
         self._run = _Run()
         self._sampler = StepSampler()
         self._requests = _Requests()
@@ -172,16 +204,6 @@ class LiveCallback(Callback):
         self.last_png: bytes | None = None
         #: Seconds the end of the last run took on the training thread (final PNG and snapshot).
         self.final_seconds = 0.0
-
-    # The settings as given (read-only; set them when creating the callback).
-    display = property(lambda self: self.settings.display, doc="See the class arguments.")
-    words = property(lambda self: self.settings.words, doc="The display's words, in its ``lang``.")
-    file = property(lambda self: self.settings.file, doc="Where text output goes (None: ``sys.stdout``).")
-    graceful_interrupt = property(lambda self: self.settings.graceful_interrupt, doc="See the class arguments.")
-    refresh_interval = property(lambda self: self.settings.refresh_interval, doc="See the class arguments.")
-    log_interval = property(lambda self: self.settings.log_interval, doc="See the class arguments.")
-    live_rows = property(lambda self: self.settings.live_rows, doc="See the class arguments.")
-    max_rows = property(lambda self: self.settings.max_rows, doc="See the class arguments.")
 
     @property
     def _prepared(self) -> bool:
@@ -219,6 +241,12 @@ class LiveCallback(Callback):
         self._requests.pending = True
 
     def __enter__(self) -> LiveCallback:
+        self._enter()
+        if self._depth == 1 and self.settings.plan is not None:  # a loop of the user's own, with its totals
+            self.begin(**self.settings.plan)
+        return self
+
+    def _enter(self) -> None:
         thread = threading.get_ident()
         if self._depth and thread != self._thread:  # (the same thread: fit's validation, a run inside a callback)
             raise RuntimeError(self._in_use())
@@ -227,17 +255,137 @@ class LiveCallback(Callback):
             self._thread = thread
             if not self._run.prepared:
                 self._init_run()
-        return self
 
     def _in_use(self) -> str:
         name = type(self).__name__
         return (f"this {name} is still showing a run that has not ended (one started with run_in_background?): "
                 f"wait for that run with run.wait(), or give the new run its own {name}()")
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        stopped = isinstance(exc, StopTraining)
+        feed = self._run.feed
+        if self._depth == 1 and feed is not None and (exc is None or stopped):
+            self._guarded_finish(feed)
         self._depth = max(0, self._depth - 1)
         if self._depth == 0 and (self._run.kind is not None or self._run.prepared):
-            self._finalize(exc)  # (prepared only: a background run that failed before its first hook)
+            self._finalize(None if stopped else exc)  # (prepared only: a background run that failed before its first hook)
+        return stopped
+
+    def _guarded_finish(self, feed: LoopFeed) -> None:
+        try:
+            feed.finish()
+        except Exception as exc:  # the run's own hooks failed at its end: still show the snapshot
+            warnings.warn(f"nbcallback.widgets.{type(self).__name__}: ending the run failed "
+                          f"({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=3)
+
+    # ------------------------------------------------------------------ a loop of the user's own
+
+    def begin(self, *, epochs: int | None = None, steps_per_epoch: int | None = None, optimizer: Any = None,
+              scheduler: Any = None) -> None:
+        """Start a run fed by :meth:`log` and show the display (called by ``with board:`` when the totals were
+        given, else by the first :meth:`log`; a framework's adapter calls it with the framework's totals).
+
+        Args:
+            epochs, steps_per_epoch: the planned totals (None: unknown; the bars then count without an end).
+            optimizer: the ``torch.optim`` optimizer (or a Keras 3 optimizer) the lr box drives; None: no lr box.
+            scheduler: a learning-rate scheduler whose ``base_lrs`` the lr box scales by the same factor.
+
+        Raises:
+            RuntimeError: the board is showing another run (a ``Model`` run, or one begun and not finished).
+        """
+        if self._run.kind is not None and not (self._run.feed and self._run.feed.ended):
+            raise RuntimeError(f"begin(): this {type(self).__name__} is showing a run that has not ended; call "
+                               "finish() first, or give the new run its own board")
+        _check_optimizer(optimizer)
+        entered = self._depth == 0
+        if entered:
+            self._enter()
+        elif not self._run.prepared:
+            self._init_run()
+        feed = self._run.feed = LoopFeed(self, epochs=epochs, steps_per_epoch=steps_per_epoch, optimizer=optimizer,
+                                         scheduler=scheduler, raises=not entered)
+        feed.entered = entered
+        feed.start()
+
+    def log(self, loss: Any = None, *, step: int | None = None, epoch: int | None = None) -> None:
+        """One training step of a loop of your own (a plain loop, or a framework's adapter).
+
+        Args:
+            loss: the step's loss: a 0-d (one-element) tensor, kept as it is (on its device: read on the host only
+                at a refresh, never per step), or a number; None counts the step without a loss.
+            step: the global step, counting from 1 (default: the last one + 1).  The current step again with a
+                ``loss`` gives the loss of a step already counted (Hugging Face logs it after the step).
+            epoch: the epoch, counting from 0 as ``range(epochs)`` does (default: from ``step`` and
+                ``steps_per_epoch``, else the current one).  A new epoch ends the previous one.
+
+        Raises:
+            StopTraining: in a ``with`` block, once a stop was requested (the block catches it).
+            TypeError, ValueError: ``loss`` is not a number or a 0-d tensor; ``step`` does not count up.
+            RuntimeError: after :meth:`finish`.
+        """
+        loss = None if loss is None else checked_loss(loss)
+        feed = self._run.feed
+        if feed is None:
+            if self._run.kind is not None:
+                raise RuntimeError(f"log(): this {type(self).__name__} shows a Model run, which feeds it itself")
+            self.begin()
+            feed = self._run.feed
+            assert feed is not None
+        feed.log(loss, step, epoch)
+
+    def eval_begin(self, steps: int | None = None) -> None:
+        """An evaluation pass of ``steps`` steps begins (optional: :meth:`log_eval` begins one when none is on)."""
+        self._fed("eval_begin").eval_begin(steps)
+
+    def eval_step(self) -> None:
+        """One evaluation step (the validation bar moves; nothing is read)."""
+        self._fed("eval_step").eval_step()
+
+    def log_eval(self, **results: Any) -> None:
+        """The results of an evaluation pass, e.g. ``log_eval(loss=0.31, acc=0.92)``: a table row and a point in each
+        result's panel at the current step (numbers or 0-d tensors, read once here).
+
+        Raises:
+            TypeError: a result that is not a number or a 0-d tensor.
+        """
+        self._fed("log_eval").log_eval(results)
+
+    def end_epoch(self) -> None:
+        """End the epoch that is on (optional: the next :meth:`log` in another epoch, or :meth:`finish`, ends it)."""
+        self._fed("end_epoch").end_epoch()
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """End a run fed by :meth:`log`: the final status, the snapshot and the PNG (``with board:`` calls it at the
+        block's end; a second call does nothing).  ``error``: the exception that ended the run (shown as failed)."""
+        feed = self._run.feed
+        if feed is None or feed.ended and not feed.entered:
+            return
+        if error is None:
+            self._guarded_finish(feed)
+        else:
+            feed.ended = True
+        if feed.entered:
+            feed.entered = False
+            self.__exit__(type(error) if error else None, error, None)
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether a stop was requested (Stop button, :meth:`request_stop`, the kernel's interrupt): a loop of your
+        own ends after the current step, an adapter sets its framework's stop flag."""
+        feed, shared = self._run.feed, self._run.shared
+        if feed is not None:
+            return feed.stop_requested()
+        return (shared is not None and shared.stop_reason is not None) or self._requests.stop_before_start is not None
+
+    def _fed(self, what: str) -> LoopFeed:
+        feed = self._run.feed
+        if feed is None:
+            if self._run.kind is not None:
+                raise RuntimeError(f"{what}(): this {type(self).__name__} shows a Model run, which feeds it itself")
+            self.begin()
+            feed = self._run.feed
+            assert feed is not None
+        return feed
 
     # ------------------------------------------------------------------ setting up a run
 
@@ -246,7 +394,7 @@ class LiveCallback(Callback):
         of :func:`~nbcallback.widgets.panels.default_panels`.  Subclasses override it (LiveLossPlot adds its
         ``groups``, ``panels`` and ``lr_panel``)."""
         return default_panels(tuple(facts.get("metrics", ())), lr=bool(facts.get("lr_changed")),
-                              loss_positive=bool(facts.get("loss_positive", True)), words=self.words)
+                              loss_positive=bool(facts.get("loss_positive", True)), words=self.settings.words)
 
     def _panels(self, facts: dict[str, Any]) -> list[Panel]:
         """:meth:`_panels_for`, asked again only when the facts that choose the panels change (the widget asks at
@@ -276,24 +424,24 @@ class LiveCallback(Callback):
             callbacks += list(run.cb_params.get("list_callback") or ())
         callbacks += run.shared.members if run.shared is not None else []
         return [callback for callback in callbacks
-                if isinstance(callback, LiveCallback) and "progress" in callback._PARTS and callback.display != "off"]
+                if isinstance(callback, LiveCallback) and "progress" in callback._PARTS and callback.settings.display != "off"]
 
     def _live_view(self, now: float) -> View:
         return self.state.view(now, live_rows=self.settings.live_rows)
 
     def _guard(self, action: Callable[[], Any]) -> None:
-        """Run a display action (see :meth:`RefreshScheduler.guard`)."""
-        self._scheduler.guard(action, lambda: self.renderer.abort())
+        """Run a display action other than a refresh (see :meth:`RefreshScheduler.guard`)."""
+        self._scheduler.guard(action)
 
     def _open(self, rank: int, plots: bool = True) -> None:
         """Resolve the display mode and open the renderer (no-op when already open); ``plots``: a training run."""
         if self._run.prepared:
             return
         settings = self.settings
-        self.mode = resolve_display(self.display, rank=rank, stream=settings.file)
+        self.mode = resolve_display(settings.display, rank=rank, stream=settings.file)
         parts = self._PARTS if plots else self._PARTS - {"plot"}
         self.renderer = choose_renderer(
-            self.mode, parts, words=self.words, background=self._run.background,
+            self.mode, parts, words=self.settings.words, background=self._run.background,
             graceful_interrupt=settings.graceful_interrupt,
             repeats_another=self.mode in ("tty", "log") and self._repeats_another(), file=settings.file,
             log_interval=settings.log_interval, panels_for=self._panels,
@@ -321,6 +469,10 @@ class LiveCallback(Callback):
             raise ValueError(f"callbacks holds the same {type(self).__name__} twice (its hooks would count every "
                              "step twice); pass it once")
         run = self._run
+        if run.feed is not None and cb_params is not run.feed.cb_params:
+            raise ValueError(f"this {type(self).__name__} was given a loop's totals (epochs=, steps_per_epoch=, "
+                             f"optimizer=) or fed with log(); a Model run feeds its callbacks itself: pass it a "
+                             f"{type(self).__name__}() made without them")
         run.cb_params, run.kind = cb_params, kind
         shared = cb_params.get(SHARED_KEY)
         if not isinstance(shared, SharedStop):
@@ -375,6 +527,18 @@ class LiveCallback(Callback):
         sampler.countdown -= 1
         if sampler.countdown <= 0 or self._requests.pending:
             self._slow_path(run_context, False)
+
+    def _count_step(self, run_context: RunContext) -> None:
+        """A step of a fed run that brought no loss: the countdown only."""
+        sampler = self._sampler
+        sampler.countdown -= 1
+        if sampler.countdown <= 0 or self._requests.pending:
+            self._slow_path(run_context, False)
+
+    @_counted
+    def _late_record(self) -> None:
+        """A loss given after its step was counted: recorded at once, at that step (it is a number already)."""
+        self._record(self._clock())
 
     @_counted
     def on_train_epoch_end(self, run_context: RunContext) -> None:
@@ -458,7 +622,8 @@ class LiveCallback(Callback):
         lr, requests.lr = requests.lr, None
         if lr is not None and cb_params.get("optimizer") is not None:
             step = self.state.global_step if eval_phase else int(cb_params.get("cur_step_num", 0))
-            self.state.set_lr(apply_learning_rate(cb_params["optimizer"], lr), changed_at=step)
+            self.state.set_lr(apply_learning_rate(cb_params["optimizer"], lr, cb_params.get("lr_scheduler")),
+                              changed_at=step)
         if shared is not None and requests.stop_before_start is not None:
             shared.request_stop(requests.stop_before_start)
             requests.stop_before_start = None
@@ -492,13 +657,12 @@ class LiveCallback(Callback):
         that is not due yet is left to a timer, in case no step comes to refresh when it is due."""
         if self._run.kind is None or self.mode == "off" or self._scheduler.failed:
             return
-        self._scheduler.refresh(now, self._send, lambda: self._sampler.t_check, boundary=boundary,
+        self._scheduler.refresh(now, self._update, lambda: self._sampler.t_check, boundary=boundary,
                                 late=self.renderer.late_updates)
 
-    def _send(self, now: float) -> None:
-        """Send the state now (the scheduler holds its lock)."""
-        view = self._live_view(now)
-        self._guard(lambda: self.renderer.update(view, self.state, self._shows_status()))
+    def _update(self, now: float) -> None:
+        """Show the state now (the scheduler calls it under its lock and guard)."""
+        self.renderer.update(self._live_view(now), self.state, self._shows_status())
 
     # ------------------------------------------------------------------ the end
 
@@ -529,7 +693,9 @@ class LiveCallback(Callback):
         finally:
             if run.shared is not None:
                 run.shared.uninstall_signal(self)
-            self._run = _Run()
+            self._run = _Run(feed=run.feed)  # an ended feed stays: log() after finish() says so
+            if run.feed is not None:
+                run.feed.ended = True
             sampler.stop()
 
     def _wants_png(self) -> bool:
@@ -547,7 +713,7 @@ class LiveCallback(Callback):
 
             panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
                                        "lr_changed": data.lr_changed})
-            png = render_png(panels, data, self.words)
+            png = render_png(panels, data, self.settings.words)
             return png, png_size(len(drawable(panels, data)))[0]
         except Exception as exc:  # matplotlib missing or broken: the snapshot still goes out
             warnings.warn(f"nbcallback.widgets.{type(self).__name__}: the final plot could not be drawn "
@@ -584,8 +750,7 @@ class LiveCallback(Callback):
         """The current state of the (last) run, e.g. for a custom report; ``status_text`` is in the callback's
         language (``lang=``)."""
         view = self.state.view(self._clock(), live_rows=None, max_rows=self.settings.max_rows)
-        run = dataclasses.replace(view.run, status_text=self.words.say(view.status_text))
-        return dataclasses.replace(view, run=run)
+        return dataclasses.replace(view, status_text=self.settings.words.say(view.status_text))
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable without the live view, the figure, locks or the run's objects."""
@@ -596,8 +761,15 @@ class LiveCallback(Callback):
         self.__dict__.update(state)
         self.state = TrainingState()
         self._depth = 0
-        self._scheduler = RefreshScheduler(type(self).__name__, self._clock)
+        self._scheduler = RefreshScheduler(type(self).__name__, self._clock, abort=lambda: self.renderer.abort())
         self._init_run()
+
+
+def _check_optimizer(optimizer: Any) -> None:
+    """``optimizer`` must have ``param_groups`` (torch) or a ``learning_rate`` (Keras 3)."""
+    if optimizer is not None and not hasattr(optimizer, "param_groups") and not hasattr(optimizer, "learning_rate"):
+        raise TypeError(f"optimizer= takes the torch.optim optimizer the lr box drives (one with param_groups), got "
+                        f"{type(optimizer).__name__}")
 
 
 def save_png(path: str | Path, png: bytes) -> Path:

@@ -98,13 +98,23 @@ def checked_lr(value: Any) -> float:
     return lr
 
 
-def apply_learning_rate(optimizer: Any, lr: float) -> float:
+def apply_learning_rate(optimizer: Any, lr: float, scheduler: Any = None) -> float:
     """Set every parameter group's rate (others keep their ratio to group 0; tensors are filled); returns ``lr``.
+    A Keras 3 optimizer (no ``param_groups``) gets ``learning_rate = lr``.  A ``scheduler`` with ``base_lrs``
+    (``torch.optim.lr_scheduler``) has them scaled by the same factor, so the schedule goes on from the new rate.
 
     Raises:
         ValueError: ``lr`` is not a positive finite number.
     """
     lr = checked_lr(lr)
+    if not hasattr(optimizer, "param_groups"):
+        optimizer.learning_rate = lr
+        return lr
+    groups = optimizer.param_groups
+    old = float(groups[0]["lr"]) if groups else 0.0
+    base_lrs = getattr(scheduler, "base_lrs", None)
+    if isinstance(base_lrs, list) and old > 0:
+        scheduler.base_lrs = [float(base) * lr / old for base in base_lrs]
     groups = optimizer.param_groups
     base = float(groups[0]["lr"]) if groups else 0.0
     for group in groups:

@@ -3,6 +3,7 @@ goes" when a ``CallbackProfiler`` times the same run."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 from nbcallback.train.callback import RunContext
@@ -11,6 +12,15 @@ from nbcallback.widgets.live_loss_plot import LiveLossPlot
 from nbcallback.widgets.panels import time_facts
 
 __all__ = ["Dashboard"]
+
+
+@dataclass
+class _TimeBar:
+    """The "where the time goes" bar: whether it is wanted (``time_panel``) and, during a run, what times it (the
+    run's CallbackProfiler and its rows' labels in the callbacks list's order)."""
+
+    wanted: bool | str
+    timed_by: tuple[Any, tuple[str, ...]] | None = None
 
 
 class Dashboard(LiveLossPlot):
@@ -46,22 +56,27 @@ class Dashboard(LiveLossPlot):
         if time_panel not in ("auto", True, False):
             raise ValueError(f"Dashboard: time_panel must be 'auto', True or False, got {time_panel!r}; 'auto' "
                              "shows where the time goes when a CallbackProfiler is in the run's callbacks")
-        self.time_panel = time_panel
+        self.time_bar = _TimeBar(time_panel)
         super().__init__(display, **kwargs)
+
+    @property
+    def time_panel(self) -> bool | str:
+        """``'auto'``, True or False (see the class arguments)."""
+        return self.time_bar.wanted
 
     # ------------------------------------------------------------------ the time bar
 
     def _find_profiler(self, cb_params: Any) -> None:
         """At the start of a run: the CallbackProfiler of the same callbacks list and its rows' labels in the
-        list's order (the bar's order and colours), kept with the run (``_run.timed_by``) if the bar is wanted."""
-        self._run.timed_by = None
+        list's order (the bar's order and colours), kept in ``time_bar.timed_by`` if the bar is wanted."""
+        self.time_bar.timed_by = None
         if self.time_panel is False or self._depth > 1 or self.mode not in ("widget", "static", "final"):
             return
         callbacks = cb_params.get("list_callback") or () if hasattr(cb_params, "get") else ()
         profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
         if profiler is not None:
             labels = (profiler.label_of(callback) for callback in callbacks)
-            self._run.timed_by = (profiler, tuple(label for label in labels if label))
+            self.time_bar.timed_by = (profiler, tuple(label for label in labels if label))
         elif self.time_panel is True:
             warnings.warn("Dashboard(time_panel=True): the run has no CallbackProfiler, so there is no time to show; "
                           "add one to the callbacks, e.g. callbacks=[CallbackProfiler(), Dashboard(time_panel=True)]",
@@ -69,14 +84,14 @@ class Dashboard(LiveLossPlot):
 
     def _take_time(self) -> None:
         """Read the profiler's totals into the state (at a refresh and at the end; never per step)."""
-        if self._run.timed_by is None:
+        if self.time_bar.timed_by is None:
             return
-        profiler, order = self._run.timed_by
+        profiler, order = self.time_bar.timed_by
         try:  # (a late refresh runs on a timer thread while the profiler may be adding a row)
             rows, wall = profiler.rows, profiler.wall_s
         except RuntimeError:
             return  # the last bar stays until the next refresh
-        self.state.set_time(time_facts(rows, wall, self.words, order))
+        self.state.set_time(time_facts(rows, wall, self.settings.words, order))
 
     def on_train_begin(self, run_context: RunContext) -> None:
         super().on_train_begin(run_context)
@@ -88,10 +103,11 @@ class Dashboard(LiveLossPlot):
         if standalone:
             self._find_profiler(run_context.original_args())
 
-    def _send(self, now: float) -> None:
+    def _update(self, now: float) -> None:
         self._take_time()
-        super()._send(now)
+        super()._update(now)
 
     def _finalize(self, exc: BaseException | None) -> None:
         self._take_time()
         super()._finalize(exc)
+        self.time_bar.timed_by = None  # the run's profiler is not kept past its run

@@ -12,7 +12,7 @@ from typing import Any
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
 
-__all__ = ["duration", "rate", "number", "metric", "shown_loss", "progress_parts", "run_summary", "table",
+__all__ = ["share_percent", "short_seconds", "duration", "rate", "number", "metric", "shown_loss", "progress_parts", "run_summary", "table",
            "text_table", "display_width", "bars", "status_line", "lr_note", "is_numeric_cell", "MARKS"]
 
 #: The mark before a final status.
@@ -198,3 +198,19 @@ def status_line(view: View, words: Words = ENGLISH) -> dict[str, str]:
         text = words("running_validation")
     text = (MARKS.get(view.status, "") + " " + text).strip()
     return {"state": view.status, "text": text, "note": lr_note(view, words)}
+
+
+def share_percent(share: float) -> str:
+    """``0.713 -> '71.3 %'``, ``0.0004 -> '0.04 %'`` (a small part still shows a number), ``0.00001 -> '< 0.01 %'``,
+    ``0 -> '0 %'``."""
+    value = 100 * share
+    if value == 0:
+        return "0 %"
+    if value < 0.01:
+        return "< 0.01 %"
+    return f"{value:.1f} %" if value >= 0.1 else f"{value:.2f} %"
+
+
+def short_seconds(seconds: float) -> str:
+    """``1.5 -> '1.50 s'``, ``0.0123 -> '12.3 ms'``."""
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{1e3 * seconds:.1f} ms"

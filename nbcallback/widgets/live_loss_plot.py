@@ -93,7 +93,7 @@ class LiveLossPlot(LiveCallback):
         """The default panels with this plot's ``groups``, extra ``panels`` and ``lr_panel`` choice."""
         lr = bool(facts.get("lr_changed")) if self.lr_panel == "auto" else bool(self.lr_panel)
         return default_panels(tuple(facts.get("metrics", ())), groups=self.groups, lr=lr,
-                              loss_positive=bool(facts.get("loss_positive", True)), extra=self.panels, words=self.words)
+                              loss_positive=bool(facts.get("loss_positive", True)), extra=self.panels, words=self.settings.words)
 
     def _wants_png(self) -> bool:
         return super()._wants_png() or self.save_path is not None
@@ -103,12 +103,12 @@ class LiveLossPlot(LiveCallback):
         if png is None or self.save_path is None:
             return
         try:
-            note = self.words("text_plot_saved", path=save_png(self.save_path, png))
+            note = self.settings.words("text_plot_saved", path=save_png(self.save_path, png))
         except OSError as exc:  # the run itself went well: warn, keep the plot, return normally
             warnings.warn(f"{type(self).__name__}: the final plot could not be saved to {str(self.save_path)!r} "
                           f"({type(exc).__name__}: {exc.strerror or exc}); it is kept in .last_png. Pass a path "
                           "that can be written, e.g. save_path='plots/loss.png'.", RuntimeWarning, stacklevel=2)
-            note = self.words("text_plot_not_saved", path=self.save_path)
+            note = self.settings.words("text_plot_not_saved", path=self.save_path)
         if hasattr(self.renderer, "plot_note"):
             self.renderer.plot_note = note
 

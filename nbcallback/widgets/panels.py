@@ -5,21 +5,20 @@ each refresh).  Adding a panel is one entry::
     Dashboard(panels=[Panel("accuracy vs. loss", [Line("eval:accuracy", "accuracy", "m1", "points")])])
 
 And the Dashboard's "where the time goes" bar (a ``CallbackProfiler`` in the same run): :func:`time_facts` turns
-the profiler's rows into the bar's segments, :func:`time_html` draws them as one HTML fragment, the same in the
-live widget and in the snapshot a saved notebook keeps, :func:`time_text` says them in one line.
+the profiler's rows into the bar's segments and :data:`TIME_COLORS` colours them; ``render_html.time_html`` draws
+them (the live widget and the snapshot), ``render_text.time_text`` says them in one line.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 
 from nbcallback.widgets.state import SERIES, TimeFacts, TimeSegment
 from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["COLORS", "STYLES", "TIME_COLORS", "Line", "Panel", "default_panels", "y_range", "is_raw_band",
-           "time_facts", "time_html", "time_text"]
+           "time_facts"]
 
 #: Colour slots: a JupyterLab CSS variable (the live view follows the theme) and the colour where there
 #: is none (VS Code, marimo, the final PNG).
@@ -101,7 +100,7 @@ def default_panels(
     the learning rate (``lr``: it changed); then ``extra``.
     """
     loss_lines = [Line("loss", words("legend_train"), "train", "band")]
-    eval_loss = next((name for name in ("loss", "eval_loss") if name in metrics), None)
+    eval_loss = next((name for name in ("loss", "eval_loss", "val_loss") if name in metrics), None)
     if eval_loss is not None:
         loss_lines.append(Line("eval:" + eval_loss, words("legend_eval"), "eval", "points"))
     panels = [Panel(words("panel_loss"), loss_lines, "log" if loss_positive else "linear")]
@@ -228,62 +227,3 @@ def time_facts(rows: Iterable[Any], wall_s: float, words: Words = ENGLISH, order
         segments.append(TimeSegment("other", words("time_other", count=len(folded)), seconds, share(seconds), "other"))
     segments.append(TimeSegment("loop", words("time_loop"), max(0.0, loop), share(loop), "loop"))
     return TimeFacts(wall, tuple(segments))
-
-
-def _css(slot: str) -> str:
-    name, fallback = TIME_COLORS[slot]
-    return f"var({name},{fallback})"
-
-
-def _percent(share: float) -> str:
-    """``0.713 -> '71.3 %'``, ``0.0004 -> '0.04 %'`` (a small part still shows a number), ``0.00001 -> '< 0.01 %'``,
-    ``0 -> '0 %'``."""
-    value = 100 * share
-    if value == 0:
-        return "0 %"
-    if value < 0.01:
-        return "< 0.01 %"
-    return f"{value:.1f} %" if value >= 0.1 else f"{value:.2f} %"
-
-
-def _seconds(seconds: float) -> str:
-    return f"{seconds:.2f} s" if seconds >= 1 else f"{1e3 * seconds:.1f} ms"
-
-
-_TIME_FONT = ("font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));font-size:13px;"
-              "line-height:1.5;color:var(--jp-ui-font-color1,var(--vscode-foreground,inherit));margin-top:6px")
-_STRIPES = "repeating-linear-gradient(135deg,transparent 0 3px,rgba(127,127,127,.45) 3px 5px)"
-
-
-def time_html(time: TimeFacts, words: Words = ENGLISH) -> str:
-    """The "where the time goes" panel as one HTML fragment with inline styles: a title with the wall time, the
-    stacked bar (a tooltip per segment) and a legend with each segment's share.  The live widget inserts it as it
-    is; the snapshot left at the end of the run shows the same."""
-    segs, items = [], []
-    for seg in time.segments:
-        tip = escape(words("time_tip", label=seg.label, seconds=_seconds(seg.seconds), share=_percent(seg.share)))
-        color = _css(seg.color)
-        background = f"{_STRIPES},{color}" if seg.key == "loop" else color
-        width = 100 * min(1.0, max(0.0, seg.share))
-        segs.append(f'<span class="nbc-time-seg" data-key="{seg.key}" title="{tip}" style="display:block;'
-                    f'flex:0 0 {width:.2f}%;height:100%;background:{background}"></span>')
-        swatch = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;'
-                  f'vertical-align:-1px;background:{background}"></span>')
-        text = escape(f"{seg.label} {_percent(seg.share)}")
-        items.append(f'<span class="nbc-time-item" data-key="{seg.key}" title="{tip}" style="white-space:nowrap">'
-                     f'{swatch}{text}</span>')
-    title = (f'<div class="nbc-time-title"><span style="font-weight:600">{escape(words("time_title"))}</span>'
-             f'<span style="opacity:.7"> · {escape(words("time_wall", time=_seconds(time.wall_s)))} · '
-             f'{escape(words("time_source", profiler="CallbackProfiler"))}</span></div>')
-    bar = (f'<div class="nbc-time-bar" role="img" aria-label="{escape(time_text(time, words))}" style="display:flex;'
-           "width:100%;max-width:42em;height:14px;margin:3px 0;border-radius:3px;overflow:hidden;"
-           f'background:var(--jp-layout-color3,rgba(127,127,127,.2))">{"".join(segs)}</div>')
-    legend = (f'<div class="nbc-time-legend" style="display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;'
-              f'font-variant-numeric:tabular-nums">{"".join(items)}</div>')
-    return f'<div class="nbc-time" style="{_TIME_FONT}">{title}{bar}{legend}</div>'
-
-
-def time_text(time: TimeFacts, words: Words = ENGLISH) -> str:
-    """The bar in one line: ``where the time goes (wall time 12.31 s): train step 71.3 %, loop 20.1 %, ...``."""
-    parts = words("list_separator").join(f"{seg.label} {_percent(seg.share)}" for seg in time.segments)
-    return words("time_text", wall=words("time_wall", time=_seconds(time.wall_s)), parts=parts)

@@ -11,11 +11,15 @@ import dataclasses
 from html import escape
 from typing import Any
 
-from nbcallback.widgets.format import bars, is_numeric_cell, lr_note, run_summary, status_line, table, text_table
-from nbcallback.widgets.state import View
+from nbcallback.widgets.format import (
+    bars, is_numeric_cell, lr_note, run_summary, share_percent, short_seconds, status_line, table, text_table,
+)
+from nbcallback.widgets.panels import TIME_COLORS
+from nbcallback.widgets.render_text import time_text
+from nbcallback.widgets.state import TimeFacts, View
 from nbcallback.widgets.words import ENGLISH, Words
 
-__all__ = ["fragment", "payload", "snapshot_bundle", "plot_bundle"]
+__all__ = ["fragment", "payload", "snapshot_bundle", "plot_bundle", "time_html"]
 
 _FONT = (
     "font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));"
@@ -150,8 +154,7 @@ def snapshot_bundle(
     lines = [summary] + [text for text in (view.error, lr_note(view, words)) if text]
     if view.rows and parts & {"progress", "table", "plot"}:
         rows = view.rows[-10:]
-        last = dataclasses.replace(view.table, rows=tuple(rows), rows_omitted=0, omitted_after=0)
-        lines += text_table(dataclasses.replace(view, table=last), words)
+        lines += text_table(dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0), words)
         if view.rows_total > len(rows):
             lines.append(words("last_rows_text", shown=len(rows), total=view.rows_total))
     if has_plot:
@@ -171,3 +174,42 @@ def plot_bundle(
     metadata = {"image/png": {"width": css_width}} if css_width else {}
     image = base64.b64encode(png).decode("ascii")
     return {"image/png": image, "text/plain": words("plot_alt", summary=run_summary(view, words))}, metadata
+
+
+# ---------------------------------------------------------------------- where the time goes
+
+_STRIPES = "repeating-linear-gradient(135deg,transparent 0 3px,rgba(127,127,127,.45) 3px 5px)"
+
+
+def _time_color(slot: str) -> str:
+    name, fallback = TIME_COLORS[slot]
+    return f"var({name},{fallback})"
+
+
+def time_html(time: TimeFacts, words: Words = ENGLISH) -> str:
+    """The "where the time goes" panel as one HTML fragment with inline styles: a title with the wall time, the
+    stacked bar (a tooltip per segment) and a legend with each segment's share.  The live widget inserts it as it
+    is; the snapshot left at the end of the run shows the same."""
+    segs, items = [], []
+    for seg in time.segments:
+        tip = escape(words("time_tip", label=seg.label, seconds=short_seconds(seg.seconds),
+                           share=share_percent(seg.share)))
+        color = _time_color(seg.color)
+        background = f"{_STRIPES},{color}" if seg.key == "loop" else color
+        width = 100 * min(1.0, max(0.0, seg.share))
+        segs.append(f'<span class="nbc-time-seg" data-key="{seg.key}" title="{tip}" style="display:block;'
+                    f'flex:0 0 {width:.2f}%;height:100%;background:{background}"></span>')
+        swatch = (f'<span style="display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;'
+                  f'vertical-align:-1px;background:{background}"></span>')
+        text = escape(f"{seg.label} {share_percent(seg.share)}")
+        items.append(f'<span class="nbc-time-item" data-key="{seg.key}" title="{tip}" style="white-space:nowrap">'
+                     f'{swatch}{text}</span>')
+    title = (f'<div class="nbc-time-title"><span style="font-weight:600">{escape(words("time_title"))}</span>'
+             f'<span style="opacity:.7"> · {escape(words("time_wall", time=short_seconds(time.wall_s)))} · '
+             f'{escape(words("time_source", profiler="CallbackProfiler"))}</span></div>')
+    bar = (f'<div class="nbc-time-bar" role="img" aria-label="{escape(time_text(time, words))}" style="display:flex;'
+           "width:100%;max-width:42em;height:14px;margin:3px 0;border-radius:3px;overflow:hidden;"
+           f'background:var(--jp-layout-color3,rgba(127,127,127,.2))">{"".join(segs)}</div>')
+    legend = (f'<div class="nbc-time-legend" style="display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;'
+              f'font-variant-numeric:tabular-nums">{"".join(items)}</div>')
+    return f'<div class="nbc-time" style="{_FONT};margin-top:6px">{title}{bar}{legend}</div>'

@@ -1,5 +1,5 @@
 """The text renderers: :class:`TTYRenderer` for terminals, :class:`LogRenderer` for logs and CI (no ``\\r``, a few
-dozen lines a run), and :class:`NullRenderer`, the interface every renderer implements.  The words and numbers
+dozen lines a run), and :func:`time_text`, the time bar in one line.  The words and numbers
 come from :mod:`nbcallback.widgets.format`.
 """
 from __future__ import annotations
@@ -10,34 +10,32 @@ from typing import Any, TextIO
 
 from nbcallback.widgets.env import is_tty
 from nbcallback.widgets.format import (
-    display_width, duration, metric, number, progress_parts, run_summary, shown_loss, text_table,
+    display_width, duration, metric, number, progress_parts, run_summary, share_percent, short_seconds, shown_loss,
+    text_table,
 )
-from nbcallback.widgets.state import View
+from nbcallback.widgets.state import TimeFacts, View
 from nbcallback.widgets.words import ENGLISH, Words
 
-__all__ = ["TTYRenderer", "LogRenderer", "NullRenderer"]
+__all__ = ["TTYRenderer", "LogRenderer", "time_text"]
 
 
-class NullRenderer:
-    """Shows nothing (``display='off'``, non-zero ranks): the renderer interface base.py calls."""
+class _TextBase:
+    """What the terminal and log renderers share (they implement :class:`~nbcallback.widgets.renderers.Renderer`)."""
 
     text_interval = 5.0
-    #: Whether ``update`` may be called from a timer thread (a phase change sent while a step stalls).
     late_updates = False
 
-    def open(self, view: View, state: Any = None, status: bool = True) -> None: ...
-    def update(self, view: View, state: Any = None, status: bool = True) -> None: ...
-    def event(self, kind: str, view: View) -> None: ...
-    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None: ...
-    def abort(self) -> None: ...
-
-
-class _TextBase(NullRenderer):
     def __init__(self, parts: frozenset[str], stream: TextIO | None = None, words: Words = ENGLISH) -> None:
         self.parts = parts
         self.words = words
         self._stream = stream
         self.plot_note: str | None = None  # a plot alone: the line about its PNG (where it was saved)
+
+    def open(self, view: View, state: Any = None, status: bool = True) -> None:
+        """Nothing to open: the first line comes with the first update (a terminal renderer overrides it)."""
+
+    def abort(self) -> None:
+        """Nothing to close (a terminal renderer ends its line)."""
 
     @property
     def stream(self) -> TextIO:
@@ -228,3 +226,9 @@ class LogRenderer(_TextBase):
             else:
                 extra = self.words("log_with_validation") if view.validates else ""
                 self._line(self.words("log_training", epochs=view.epochs, steps=view.steps_per_epoch) + extra)
+
+
+def time_text(time: TimeFacts, words: Words = ENGLISH) -> str:
+    """The bar in one line: ``where the time goes (wall time 12.31 s): train step 71.3 %, loop 20.1 %, ...``."""
+    parts = words("list_separator").join(f"{seg.label} {share_percent(seg.share)}" for seg in time.segments)
+    return words("time_text", wall=words("time_wall", time=short_seconds(time.wall_s)), parts=parts)

@@ -15,9 +15,10 @@ import traitlets
 
 from nbcallback.widgets import env
 from nbcallback.widgets.controls import BusyStatus, release_comm_routing, valid_lr
-from nbcallback.widgets.panels import COLORS, Panel, time_html, time_text, y_range
-from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle
-from nbcallback.widgets.render_text import NullRenderer
+from nbcallback.widgets.panels import COLORS, Panel, y_range
+from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle, time_html
+from nbcallback.widgets.render_text import time_text
+from nbcallback.widgets.renderers import NullRenderer
 from nbcallback.widgets.state import TrainingState, View
 from nbcallback.widgets.words import ENGLISH, Words
 

@@ -1,14 +1,55 @@
-"""The choice of renderer: which one shows a run, from the display mode and what the callback shows."""
+"""Renderers: the interface every renderer implements (:class:`Renderer`, called by ``base.py`` through the
+scheduler's guard), :class:`NullRenderer` (shows nothing) and :func:`choose_renderer`, which one shows a run, from
+the display mode and what the callback shows."""
 from __future__ import annotations
 
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Protocol, TextIO
 
 from nbcallback.widgets.env import describe_frontend_support, host, kernel_supports_subshells
 from nbcallback.widgets.panels import Panel
-from nbcallback.widgets.render_text import LogRenderer, NullRenderer, TTYRenderer
+from nbcallback.widgets.render_text import LogRenderer, TTYRenderer
+from nbcallback.widgets.state import View
 from nbcallback.widgets.words import Words
 
-__all__ = ["choose_renderer"]
+__all__ = ["NullRenderer", "Renderer", "choose_renderer"]
+
+
+class Renderer(Protocol):
+    """What ``base.py`` calls on the renderer of a run (the terminal and log renderers in ``render_text.py``, the
+    widget and static ones in ``render_widget.py``)."""
+
+    #: Seconds between refreshes when the callback's ``refresh_interval`` is None.
+    text_interval: float
+    #: Whether ``update`` may be called from a timer thread (a phase change sent while a step stalls).
+    late_updates: bool
+
+    def open(self, view: View, state: Any = None, status: bool = True) -> None:
+        """Show the run's first view (``status``: this callback shows the run's status line)."""
+
+    def update(self, view: View, state: Any = None, status: bool = True) -> None:
+        """Show a refresh (at most once per interval)."""
+
+    def event(self, kind: str, view: View) -> None:
+        """A moment of the run: ``'start'``, ``'epoch_end'``."""
+
+    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
+        """The end: the final view and the plot's PNG (None without one), shown ``css_width`` px wide."""
+
+    def abort(self) -> None:
+        """The display failed: close what is open (never raises)."""
+
+
+class NullRenderer:
+    """Shows nothing (``display='off'``, non-zero ranks); the base of the widget renderers."""
+
+    text_interval = 5.0
+    late_updates = False
+
+    def open(self, view: View, state: Any = None, status: bool = True) -> None: ...
+    def update(self, view: View, state: Any = None, status: bool = True) -> None: ...
+    def event(self, kind: str, view: View) -> None: ...
+    def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None: ...
+    def abort(self) -> None: ...
 
 
 def choose_renderer(
@@ -24,7 +65,7 @@ def choose_renderer(
     panels_for: Callable[[dict[str, Any]], list[Panel]] | None = None,
     on_stop: Callable[[], None] | None = None,
     on_lr: Callable[[float], None] | None = None,
-) -> Any:
+) -> Renderer:
     """The renderer of a run in display ``mode`` (``'widget'``, ``'static'``, ``'final'``, ``'tty'``, ``'log'``,
     ``'off'``) showing ``parts``.
 

@@ -67,7 +67,13 @@ def batch_size(element: Any) -> int | None:
 def learning_rate(cb_params: Any) -> float | None:
     """The first parameter group's learning rate, when the run has an optimizer."""
     optimizer = cb_params.get("optimizer")
-    return optimizer.param_groups[0].get("lr") if getattr(optimizer, "param_groups", None) else None
+    if getattr(optimizer, "param_groups", None):
+        return optimizer.param_groups[0].get("lr")
+    rate = getattr(optimizer, "learning_rate", None) if optimizer is not None else None  # Keras 3
+    try:
+        return float(rate) if rate is not None else None
+    except (TypeError, ValueError):  # a schedule object
+        return None
 
 
 def _ignore(_output: Any) -> None:

@@ -23,11 +23,16 @@ LATE_GRACE = 3 * CHECK_PERIOD
 class RefreshScheduler:
     """The refresh ``interval`` and the time of the last send (``t_refresh``), the sends so far (``refreshes``),
     the timer of a late send, whether the display ``failed``, and the lock that the training thread and the timer
-    take around the renderer.  ``owner`` names the callback in warnings; ``clock``: monotonic seconds."""
+    take around the renderer.  ``owner`` names the callback in warnings; ``clock``: monotonic seconds; ``abort``:
+    what closes the display when an action fails (the renderer's ``abort``).
 
-    def __init__(self, owner: str, clock: Callable[[], float]) -> None:
+    It owns sending: :meth:`refresh` runs the send through :meth:`guard`, under its lock, so the callback hands it
+    the update and never guards a send itself."""
+
+    def __init__(self, owner: str, clock: Callable[[], float], abort: Callable[[], Any] = lambda: None) -> None:
         self.owner = owner
         self.clock = clock
+        self.abort = abort
         self.lock = threading.RLock()
         self.timer: threading.Timer | None = None
         self.reset()
@@ -61,7 +66,7 @@ class RefreshScheduler:
 
     def _send(self, now: float, send: Callable[[float], None]) -> None:
         self.disarm()
-        send(now)
+        self.guard(lambda: send(now))
         self.t_refresh = now
         self.refreshes += 1
 
@@ -94,8 +99,9 @@ class RefreshScheduler:
             else:
                 self._send(now, send)
 
-    def guard(self, action: Callable[[], Any], abort: Callable[[], Any]) -> None:
-        """Run a display action; on failure warn once, call ``abort`` and switch the display off for the run."""
+    def guard(self, action: Callable[[], Any], abort: Callable[[], Any] | None = None) -> None:
+        """Run a display action; on failure warn once, call ``abort`` (default: the scheduler's) and switch the
+        display off for the run."""
         with self.lock:
             if self.failed:
                 return
@@ -106,6 +112,6 @@ class RefreshScheduler:
                 warnings.warn(f"nbcallback.widgets.{self.owner}: the display failed and is switched off for this "
                               f"run ({type(exc).__name__}: {exc}); training continues.", RuntimeWarning, stacklevel=4)
                 try:
-                    abort()
+                    (abort or self.abort)()
                 except Exception:  # already failing; the warning above says why
                     pass

@@ -43,84 +43,6 @@ class EvalRow:
     partial: bool = False
 
 
-class _Field:
-    """A :class:`View` attribute that reads the field of the same name in one of its groups."""
-
-    def __init__(self, group: str) -> None:
-        self.group = group
-        self.name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, view: Any, owner: type | None = None) -> Any:
-        return self if view is None else getattr(getattr(view, self.group), self.name)
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """What the run is and how it stands (a :class:`View` group)."""
-
-    kind: str
-    status: str
-    status_text: str
-    phase: str
-    error: str | None
-    validates: bool = False
-
-
-@dataclass(frozen=True)
-class ProgressFacts:
-    """Where the run is (a :class:`View` group)."""
-
-    epoch: int | None
-    last_epoch: int | None
-    epochs_done: int
-    epochs: int
-    step_in_epoch: int
-    steps_per_epoch: int
-    steps_done: int
-    total_steps: int
-    global_step: int
-    eval_step: int
-    eval_steps: int | None
-
-
-@dataclass(frozen=True)
-class SpeedFacts:
-    """Times and speeds (a :class:`View` group)."""
-
-    elapsed: float
-    rate: float | None
-    eval_rate: float | None
-    samples_per_step: int | None
-    eta_train: float | None
-    eta_total: float | None
-    eta_total_estimated: bool
-    display_seconds: float
-
-
-@dataclass(frozen=True)
-class ValueFacts:
-    """The loss and the learning rate (a :class:`View` group)."""
-
-    loss: float | None
-    last_loss: float | None
-    lr: float | None
-    lr_changes: tuple[tuple[int, float], ...]
-
-
-@dataclass(frozen=True)
-class TableFacts:
-    """The evaluation table's rows (a :class:`View` group)."""
-
-    columns: tuple[str, ...]
-    rows: tuple[EvalRow, ...]
-    rows_total: int
-    rows_omitted: int
-    omitted_after: int
-
-
 @dataclass(frozen=True)
 class TimeSegment:
     """One part of the "where the time goes" bar: ``key`` (``'step'``, ``'validation'``, ``'eval'``,
@@ -146,57 +68,55 @@ class TimeFacts:
 
 @dataclass(frozen=True)
 class View:
-    """An immutable picture of a run for the renderers, in five groups (``run``, ``progress``, ``speed``,
-    ``values``, ``table``) whose fields also read as the view's own (``view.epoch`` is ``view.progress.epoch``).
-    The less obvious ones: ``kind`` is ``'train'`` (train, fit) or ``'eval'`` (``Model.eval``); ``phase`` is
-    ``'eval'`` during fit's validation too; ``epochs_done`` leaves out a stopped, partial epoch; ``rate`` is smoothed
-    training steps/s, ``eval_rate`` the pass's average steps/s; ``eta_total`` adds the predicted evaluations to
-    ``eta_train`` (``eta_total_estimated``: none timed yet); ``rows`` are the last ones while live, else a head and
-    tail with ``rows_omitted`` left out after index ``omitted_after``; ``display_seconds``: the display's time on
-    the training thread; ``time``: where the time goes (:class:`TimeFacts`, only for a Dashboard beside a
-    ``CallbackProfiler``, else None)."""
+    """An immutable picture of a run for the renderers.
 
-    run: RunFacts
-    progress: ProgressFacts
-    speed: SpeedFacts
-    values: ValueFacts
-    table: TableFacts
+    What the run is: ``kind`` is ``'train'`` (train, fit) or ``'eval'`` (``Model.eval``); ``status`` and
+    ``status_text``; ``phase`` is ``'eval'`` during fit's validation too; ``error``; ``validates`` (fit with a
+    validation set).  Where it is: ``epoch`` (``last_epoch``: the planned last one), ``epochs_done`` (a stopped,
+    partial epoch left out) of ``epochs``, ``step_in_epoch`` of ``steps_per_epoch``, ``steps_done`` of
+    ``total_steps``, ``global_step``, ``eval_step`` of ``eval_steps``.  Times: ``elapsed``; ``rate`` the smoothed
+    training steps/s, ``eval_rate`` the pass's average steps/s; ``samples_per_step``; ``eta_train`` and
+    ``eta_total`` (adds the predicted evaluations; ``eta_total_estimated``: none timed yet); ``display_seconds``,
+    the display's time on the training thread.  Values: the smoothed ``loss``, ``last_loss``, ``lr`` and its
+    ``lr_changes``.  The table: ``columns``, ``rows`` (the last ones while live, else a head and tail with
+    ``rows_omitted`` left out after index ``omitted_after``) of ``rows_total``.  ``time``: where the time goes
+    (:class:`TimeFacts`, only for a Dashboard beside a ``CallbackProfiler``, else None)."""
+
+    kind: str
+    status: str
+    status_text: str
+    phase: str
+    error: str | None
+    validates: bool
+    epoch: int | None
+    last_epoch: int | None
+    epochs_done: int
+    epochs: int
+    step_in_epoch: int
+    steps_per_epoch: int
+    steps_done: int
+    total_steps: int
+    global_step: int
+    eval_step: int
+    eval_steps: int | None
+    elapsed: float
+    rate: float | None
+    eval_rate: float | None
+    samples_per_step: int | None
+    eta_train: float | None
+    eta_total: float | None
+    eta_total_estimated: bool
+    display_seconds: float
+    loss: float | None
+    last_loss: float | None
+    lr: float | None
+    lr_changes: tuple[tuple[int, float], ...]
+    columns: tuple[str, ...]
+    rows: tuple[EvalRow, ...]
+    rows_total: int
+    rows_omitted: int
+    omitted_after: int
     time: TimeFacts | None = None
-
-    kind = _Field("run")
-    status = _Field("run")
-    status_text = _Field("run")
-    phase = _Field("run")
-    error = _Field("run")
-    validates = _Field("run")
-    epoch = _Field("progress")
-    last_epoch = _Field("progress")
-    epochs_done = _Field("progress")
-    epochs = _Field("progress")
-    step_in_epoch = _Field("progress")
-    steps_per_epoch = _Field("progress")
-    steps_done = _Field("progress")
-    total_steps = _Field("progress")
-    global_step = _Field("progress")
-    eval_step = _Field("progress")
-    eval_steps = _Field("progress")
-    elapsed = _Field("speed")
-    rate = _Field("speed")
-    eval_rate = _Field("speed")
-    samples_per_step = _Field("speed")
-    eta_train = _Field("speed")
-    eta_total = _Field("speed")
-    eta_total_estimated = _Field("speed")
-    display_seconds = _Field("speed")
-    loss = _Field("values")
-    last_loss = _Field("values")
-    lr = _Field("values")
-    lr_changes = _Field("values")
-    columns = _Field("table")
-    rows = _Field("table")
-    rows_total = _Field("table")
-    rows_omitted = _Field("table")
-    omitted_after = _Field("table")
 
     @property
     def finished(self) -> bool:
@@ -624,19 +544,18 @@ class TrainingState:
             eta_train, eta_total, estimated = self._etas()
             run, progress, timing, losses = self.run, self.progress, self.timing, self.losses
             return View(
-                RunFacts(run.kind, run.status, run.status_text, run.phase, run.error, run.validates),
-                ProgressFacts(
-                    epoch=progress.epoch,
-                    last_epoch=None if progress.first_epoch is None else progress.first_epoch + progress.epochs - 1,
-                    epochs_done=progress.epochs_done, epochs=progress.epochs, step_in_epoch=progress.step_in_epoch,
-                    steps_per_epoch=progress.steps_per_epoch, steps_done=progress.global_step - progress.first_global,
-                    total_steps=progress.epochs * progress.steps_per_epoch, global_step=progress.global_step,
-                    eval_step=progress.eval_step, eval_steps=progress.eval_steps),
-                SpeedFacts(self._elapsed(now), timing.rate, timing.eval_rate, timing.samples_per_step, eta_train,
-                           eta_total, estimated, timing.display_seconds),
-                ValueFacts(losses.loss, losses.last, self.history.lr, tuple(self.history.lr_changes)),
-                TableFacts(tuple(self.history.columns), tuple(rows), len(self.history.rows), omitted, omitted_after),
-                self.time,
+                kind=run.kind, status=run.status, status_text=run.status_text, phase=run.phase, error=run.error,
+                validates=run.validates, epoch=progress.epoch,
+                last_epoch=None if progress.first_epoch is None else progress.first_epoch + progress.epochs - 1,
+                epochs_done=progress.epochs_done, epochs=progress.epochs, step_in_epoch=progress.step_in_epoch,
+                steps_per_epoch=progress.steps_per_epoch, steps_done=progress.global_step - progress.first_global,
+                total_steps=progress.epochs * progress.steps_per_epoch, global_step=progress.global_step,
+                eval_step=progress.eval_step, eval_steps=progress.eval_steps, elapsed=self._elapsed(now),
+                rate=timing.rate, eval_rate=timing.eval_rate, samples_per_step=timing.samples_per_step,
+                eta_train=eta_train, eta_total=eta_total, eta_total_estimated=estimated,
+                display_seconds=timing.display_seconds, loss=losses.loss, last_loss=losses.last, lr=self.history.lr,
+                lr_changes=tuple(self.history.lr_changes), columns=tuple(self.history.columns), rows=tuple(rows),
+                rows_total=len(self.history.rows), rows_omitted=omitted, omitted_after=omitted_after, time=self.time,
             )
 
     # ------------------------------------------------------------------ plot data

@@ -534,6 +534,42 @@ try:
 finally:
     report("stop_lr", dashboard)
 ''',
+    "lightning": '''\
+import lightning as L
+from nbcallback.integrations import LightningDashboard
+
+
+class Small(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = Network()
+
+    def training_step(self, batch, index):
+        time.sleep(0.004)  # a few seconds per epoch, so the Stop click lands mid-run
+        return nn.functional.cross_entropy(self.net(batch[0]), batch[1])
+
+    def validation_step(self, batch, index):
+        self.log("val_loss", nn.functional.cross_entropy(self.net(batch[0]), batch[1]))
+
+    def configure_optimizers(self):
+        global optimizer
+        optimizer = torch.optim.SGD(self.parameters(), lr=1e-2)
+        return optimizer
+
+
+generator = torch.Generator().manual_seed(0)
+images = torch.randn(64 * 200, 1, 28, 28, generator=generator)
+labels = (images.flatten(1)[:, :2].sum(1) > 0).long()
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images, labels), batch_size=64)
+lightning_dash = LightningDashboard()
+lightning_trainer = L.Trainer(max_epochs=20, callbacks=[lightning_dash], enable_progress_bar=False, logger=False,
+                              enable_checkpointing=False, enable_model_summary=False, limit_val_batches=20)
+try:
+    lightning_trainer.fit(Small(), loader, loader)
+finally:
+    report("lightning", lightning_dash.board, should_stop=lightning_trainer.should_stop,
+           global_step=lightning_trainer.global_step)
+''',
     "interrupt": '''\
 progress = ProgressBar()
 trainer = new_trainer()

@@ -437,7 +437,7 @@ def test_callbacks_pickle_without_their_run() -> None:
     bar = ProgressBar(display="off")
     model.train(1, batches(5), callbacks=[bar])
     clone = pickle.loads(pickle.dumps(bar))
-    assert isinstance(clone, ProgressBar) and clone.display == "off"
+    assert isinstance(clone, ProgressBar) and clone.settings.display == "off"
     model.train(1, batches(5), callbacks=[clone])
     assert clone.view().status == "finished"
 

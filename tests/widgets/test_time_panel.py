@@ -16,7 +16,9 @@ import pytest
 
 from nbcallback.train import Callback, CallbackProfiler
 from nbcallback.widgets import Dashboard, ProgressBar
-from nbcallback.widgets.panels import TIME_COLORS, time_facts, time_html, time_text
+from nbcallback.widgets.panels import TIME_COLORS, time_facts
+from nbcallback.widgets.render_html import time_html
+from nbcallback.widgets.render_text import time_text
 from nbcallback.widgets.state import TrainingState
 from nbcallback.widgets.words import Words
 from tests.widgets.conftest import FakeClock, batches, new_model

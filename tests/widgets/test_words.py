@@ -63,7 +63,7 @@ def test_a_message_is_english_text_and_can_be_said_again_in_chinese() -> None:
 def test_callbacks_take_lang_and_reject_a_bad_one() -> None:
     from nbcallback.widgets import Dashboard, ProgressBar
 
-    assert ProgressBar(display="off", lang="zh_CN").words.lang == "zh_CN"
+    assert ProgressBar(display="off", lang="zh_CN").settings.words.lang == "zh_CN"
     with pytest.raises(ValueError, match="no message table"):
         Dashboard(display="off", lang="klingon")
 

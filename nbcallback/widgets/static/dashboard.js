@@ -1,7 +1,7 @@
 // nbcallback training dashboard, the anywidget front end (issue #22): the `spec` and `view` traits and the
 // `{type: "view"}` messages of the kernel (DashboardWidget in render_widget.py). The bars, the status line and the
 // metrics table come as HTML built by the kernel (render_html.py, the same as the final snapshot) and are inserted
-// as they are, and so is the "where the time goes" bar (panels.time_html, when a CallbackProfiler times the run);
+// as they are, and so is the "where the time goes" bar (render_html.time_html, when a CallbackProfiler times the run);
 // this module draws only the plot panels (their y ranges come from the kernel too: panels.y_range,
 // the final PNG's rule) and the controls. No build step; the pure exports are tested with `node --test tests/js/`.
 
