@@ -2,7 +2,8 @@
 
 :class:`ProgressBar` (bars, rates, ETAs, an eval table), :class:`LiveLossPlot` (loss, metric and learning-rate
 panels drawn by the browser, a PNG at the end), :class:`Dashboard` (both, with Stop and lr controls) and
-:func:`run_in_background` (train on a thread, the kernel stays free).  The display is picked automatically
+:func:`run_in_background` (train on a thread, the kernel stays free); every run they show is remembered, and
+:func:`compare` draws remembered runs together (:func:`list_runs`, :func:`load_run`, :func:`delete_runs`).  The display is picked automatically
 (widgets in a notebook, one ``\\r`` line on a terminal, log lines elsewhere); override it with ``display=`` or
 ``NBCALLBACK_DISPLAY``.  Importing this package imports neither IPython, anywidget nor matplotlib.
 """
@@ -15,6 +16,7 @@ from nbcallback.widgets.env import DISPLAY_MODES, ENV_VAR, resolve_display
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
 from nbcallback.widgets.panels import Line, Panel
 from nbcallback.widgets.progress_bar import ProgressBar
+from nbcallback.widgets.runs import RunRecord, compare, delete_runs, label_by_difference, list_runs, load_run
 from nbcallback.widgets.state import TrainingState, View
 
 __all__ = [
@@ -27,8 +29,14 @@ __all__ = [
     "LiveLossPlot",
     "Panel",
     "ProgressBar",
+    "RunRecord",
     "TrainingState",
     "View",
+    "compare",
+    "delete_runs",
+    "label_by_difference",
+    "list_runs",
+    "load_run",
     "resolve_display",
     "run_in_background",
 ]

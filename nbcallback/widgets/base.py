@@ -31,6 +31,7 @@ from nbcallback.widgets.env import DISPLAY_MODES, resolve_display
 from nbcallback.widgets.panels import Panel, default_panels
 from nbcallback.widgets.render_text import NullRenderer
 from nbcallback.widgets.renderers import choose_renderer
+from nbcallback.widgets.runs import RunMemo, remember_run
 from nbcallback.widgets.sampling import StepSampler, learning_rate
 from nbcallback.widgets.scheduling import RefreshScheduler
 from nbcallback.widgets.state import TrainingState, View
@@ -113,6 +114,9 @@ class LiveCallback(Callback):
         max_points: the most points per plot line (the loss is kept as buckets of steps: min, max, smoothed).
         lang: the display's language, ``'en'`` or ``'zh_CN'``; None reads ``NBCALLBACK_LANG``, then English.
         clock: a function returning monotonic seconds (tests pass a fake).
+        run_label, run_notes, remember: how the run is remembered for comparing (:mod:`nbcallback.widgets.runs`):
+            its label (None: named by what differs), notes kept with its settings (``{'dropout': 0.5}``), and
+            whether to remember it at all (default True).
     """
 
     #: What the subclass shows: a subset of {'progress', 'table', 'plot', 'controls'}.
@@ -132,6 +136,9 @@ class LiveCallback(Callback):
         max_points: int = 1000,
         lang: str | None = None,
         clock: Callable[[], float] | None = None,
+        run_label: str | None = None,
+        run_notes: dict[str, Any] | None = None,
+        remember: bool = True,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -147,6 +154,7 @@ class LiveCallback(Callback):
                                   float(log_interval), int(live_rows), int(max_rows))
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
         self._clock = clock or time.monotonic
+        self.run_memo = RunMemo.of(run_label, run_notes, remember)
         self._depth = 0
         self._thread: int | None = None  # the thread whose run entered first (checked while _depth > 0)
         self._scheduler = RefreshScheduler(owner, self._clock)
@@ -518,6 +526,7 @@ class LiveCallback(Callback):
             except Exception:  # the state is only for display; keep ending the run
                 pass
             self.state.finish(now, *self._ending(exc))
+            remember_run(self)  # the run's record for comparing (#47): once per run, at its end, never in a step
             if self.mode != "off" and not self._scheduler.failed:
                 started = time.perf_counter()
                 png, css_width = self._final_png() if self.state.kind == "train" else (None, None)
