@@ -65,6 +65,7 @@ class _Settings:
     log_interval: float
     live_rows: int
     max_rows: int
+    memo: RunMemo = dataclasses.field(default_factory=RunMemo)  # how its runs are remembered (widgets/runs.py)
 
 
 @dataclasses.dataclass
@@ -151,10 +152,10 @@ class LiveCallback(Callback):
         if live_rows < 0 or max_rows < 1:
             raise ValueError(f"live_rows must be >= 0 and max_rows >= 1, got {live_rows!r}, {max_rows!r}")
         self.settings = _Settings(display, Words(lang), file, bool(graceful_interrupt), refresh_interval,
-                                  float(log_interval), int(live_rows), int(max_rows))
+                                  float(log_interval), int(live_rows), int(max_rows),
+                                  RunMemo.of(run_label, run_notes, remember))
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
         self._clock = clock or time.monotonic
-        self.run_memo = RunMemo.of(run_label, run_notes, remember)
         self._depth = 0
         self._thread: int | None = None  # the thread whose run entered first (checked while _depth > 0)
         self._scheduler = RefreshScheduler(owner, self._clock)

@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from nbcallback.paths import cache_home, run_dir
+from nbcallback.widgets.panels import default_panels
+from nbcallback.widgets.words import Words
 
 __all__ = ["FORMAT", "VERSION", "STORED_POINTS", "RunMemo", "RunRecord", "RunFileError", "Comparison",
            "current_notebook", "records_dir", "settings_of", "remember_run", "save_run", "list_runs", "load_run",
@@ -214,10 +216,8 @@ def settings_of(cb_params: Any, *, lr: float | None = None, samples_per_step: in
     optimizer = cb_params.get("optimizer")
     if lr is None and getattr(optimizer, "param_groups", None):
         lr = optimizer.param_groups[0].get("lr")
-    from nbcallback.widgets.base import LiveCallback  # (imported here: base imports this module)
-
     callbacks = [type(callback).__name__ for callback in cb_params.get("list_callback") or ()
-                 if not isinstance(callback, LiveCallback)]  # a display does not change the training
+                 if _memo(callback) is None]  # a display callback does not change the training
     return {"lr": _round(lr), "batch_size": _batch_size(cb_params, samples_per_step),
             "epochs": int(cb_params.get("epoch_num") or 0) or None, "optimizer": _class_name(optimizer),
             "network": _class_name(cb_params.get("network")), "callbacks": callbacks, "seed": _seed(),
@@ -320,10 +320,16 @@ def _record_from(callback: Any, cb_params: Any) -> RunRecord | None:
               "series": {key: _thin(cols) for key, cols in data.series.items()}})
 
 
+def _memo(callback: Any) -> RunMemo | None:
+    """A display callback's :class:`RunMemo` (``settings.memo``); None for any other callback."""
+    memo = getattr(getattr(callback, "settings", None), "memo", None)
+    return memo if isinstance(memo, RunMemo) else None
+
+
 def _memo_of(callback: Any, cb_params: Any) -> RunMemo:
     """The run's label and notes: the first display callback of the run that was given them."""
-    memos = [getattr(cb, "run_memo", None) for cb in [callback, *(cb_params.get("list_callback") or ())]]
-    memos = [memo for memo in memos if isinstance(memo, RunMemo)]
+    memos = [_memo(cb) for cb in [callback, *(cb_params.get("list_callback") or ())]]
+    memos = [memo for memo in memos if memo is not None]
     label = next((memo.label for memo in memos if memo.label), None)
     notes: dict[str, NoteValue] = {}
     for memo in reversed(memos):
@@ -384,9 +390,8 @@ def save_run(record: RunRecord, path: str | os.PathLike[str]) -> Path:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
+        os.replace(temporary, target)  # (no fsync: it can take tens of ms on the training thread; after a power
+        # loss a record may be empty, and is then skipped with a warning like any unreadable file)
     except BaseException:
         try:
             os.unlink(temporary)
@@ -526,7 +531,7 @@ def _value_text(key: str, value: Any) -> str:
 
 def _flat(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a label may name, in label order: the known ones, then the user's notes."""
-    flat = {key: settings.get(key) for key in _SETTING_NAMES}
+    flat = {key: settings[key] for key in _SETTING_NAMES if key in settings}
     flat.update({f"notes.{key}": value for key, value in (settings.get("notes") or {}).items()})
     return flat
 
@@ -548,12 +553,13 @@ def label_by_difference(live_settings: Mapping[str, Any], earlier_settings: Mapp
     """How the earlier run's settings differ from the live run's, in a few words, the earlier run's values:
     ``'lr 0.1'``, ``'batch 128'``, ``'lr 0.1, SGD→Adam'`` (a class name reads earlier→live), ``'+EarlyStopping'``
     (a callback the earlier run had and this one has not; ``−`` the other way), ``'dropout 0.5'`` (a note).
-    ``'same settings'`` when nothing differs.  Settings as :func:`settings_of` gives them; missing keys are
-    unknown and never named."""
+    ``'same settings'`` when nothing differs.  Settings as :func:`settings_of` gives them; a missing or None value
+    is unknown and never named."""
     live, earlier = _flat(live_settings), _flat(earlier_settings)
     parts = [_part(key, earlier.get(key), live.get(key), arrow=True) for key in _ordered(live, earlier)
-             if key in earlier and key in live and earlier[key] != live[key]]
-    parts += [_part(key, earlier[key]) for key in earlier if key.startswith("notes.") and key not in live]
+             if earlier.get(key) is not None and live.get(key) is not None and earlier[key] != live[key]]
+    parts += [_part(key, earlier[key]) for key in earlier
+              if key.startswith("notes.") and live.get(key) is None and earlier[key] is not None]
     callbacks = _callback_part(earlier_settings.get("callbacks") or (), live_settings.get("callbacks") or ())
     if callbacks and "callbacks" in earlier_settings and "callbacks" in live_settings:
         parts.append(callbacks)
@@ -655,7 +661,7 @@ def _as_records(runs: int | RunRef | Iterable[RunRef] | None, notebook: str | No
     return records
 
 
-def _final_table(records: Sequence[RunRecord], labels: Sequence[str], words: Any) -> list[list[str]]:
+def _final_table(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -> list[list[str]]:
     metrics: list[str] = []
     for record in records:
         metrics += [name for name in record.final.get("metrics") or {} if name not in metrics]
@@ -663,7 +669,7 @@ def _final_table(records: Sequence[RunRecord], labels: Sequence[str], words: Any
     def number(value: Any) -> str:
         return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
-    header = ["run", "status", words("col_epoch"), "loss", *metrics]
+    header = ["run", "status", words("col_epoch"), words("panel_loss"), *metrics]
     rows = [header]
     for record, label in zip(records, labels):
         final = record.final
@@ -689,8 +695,6 @@ def compare(runs: int | RunRef | Iterable[RunRef] | None = None, *, notebook: st
     Raises:
         ValueError: no run to compare (the message says how runs are remembered).
     """
-    from nbcallback.widgets.words import Words
-
     records = _as_records(runs, notebook)
     if not records:
         raise ValueError(f"nbcallback.compare: no remembered runs in notebook {notebook or current_notebook()!r}; a "
@@ -704,13 +708,11 @@ def compare(runs: int | RunRef | Iterable[RunRef] | None = None, *, notebook: st
     return Comparison(records, labels, png, _final_table(records, labels, words), panels)
 
 
-def _compare_panels(records: Sequence[RunRecord], words: Any) -> list[Any]:
-    from nbcallback.widgets.panels import default_panels
-
+def _compare_panels(records: Sequence[RunRecord], words: Words) -> list[Any]:
     metrics: list[str] = []
     for record in records:
         metrics += [name for name in record.plot.get("metrics") or () if name not in metrics]
-    lrs = {json.dumps(record.plot["series"].get("lr", {}).get("y")) for record in records}
+    lrs = {json.dumps(record.plot["series"]["lr"].get("y")) for record in records if "lr" in record.plot["series"]}
     panels = default_panels(tuple(metrics), lr=len(lrs) > 1,
                             loss_positive=all(record.plot.get("loss_positive", True) for record in records),
                             words=words)
@@ -725,7 +727,7 @@ def _x_scale(records: Sequence[RunRecord]) -> list[float] | None:
     return [float(size) for size in sizes] if ok else None
 
 
-def _draw_runs(records: Sequence[RunRecord], labels: Sequence[str], words: Any) -> tuple[bytes | None, int]:
+def _draw_runs(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -> tuple[bytes | None, int]:
     """The runs' curves as a PNG (the panels' layout, sizes and fonts of the final plot) and the panel count."""
     figure, count = _figure(records, labels, words)
     if figure is None:
@@ -736,7 +738,7 @@ def _draw_runs(records: Sequence[RunRecord], labels: Sequence[str], words: Any) 
     return _palette_png(figure.canvas.buffer_rgba()), count
 
 
-def _figure(records: Sequence[RunRecord], labels: Sequence[str], words: Any) -> tuple[Any, int]:
+def _figure(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -> tuple[Any, int]:
     """The matplotlib Figure of :func:`compare` (None without a curve) and its panel count; per panel, one
     matplotlib line per run and panel line with data, in panel-line order, runs newest first."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
