@@ -147,6 +147,8 @@ def records_dir(notebook: str | None = None, *, create: bool = False) -> Path:
 
 def _round(value: Any) -> float | None:
     """A finite number to 6 significant digits (what a plot can show), else None."""
+    if type(value) is float:  # the common case, fast: a few thousand values at a run's end
+        return float("%.6g" % value) if value - value == 0 else None
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -161,19 +163,18 @@ def _thin(columns: Mapping[str, Sequence[Any]], limit: int = STORED_POINTS) -> d
     ``lo`` the least, ``hi`` the greatest), the last point always kept; numbers rounded to 6 digits."""
     count = len(columns.get("x", ()))
     chunk = max(1, math.ceil(count / limit))
-    out: dict[str, list[float | None]] = {key: [] for key in columns}
-    for end in range(count, 0, -chunk):  # from the end, so the last point is a chunk's own
-        part = range(max(0, end - chunk), end)
-        for key, values in columns.items():
-            kept = [values[i] for i in part if i < len(values) and values[i] is not None]
-            if key == "lo":
-                value = min(kept) if kept else None
-            elif key == "hi":
-                value = max(kept) if kept else None
-            else:
-                value = values[end - 1] if end - 1 < len(values) else None
-            out[key].append(_round(value))
-    return {key: values[::-1] for key, values in out.items()}
+    if chunk == 1:
+        return {key: [_round(value) for value in values] for key, values in columns.items()}
+    ends = list(range(count, 0, -chunk))[::-1]  # from the end, so the last point is a chunk's own
+    out: dict[str, list[float | None]] = {}
+    for key, values in columns.items():
+        if key in ("lo", "hi"):
+            pick = min if key == "lo" else max
+            parts = ([value for value in values[max(0, end - chunk):end] if value is not None] for end in ends)
+            out[key] = [_round(pick(part)) if part else None for part in parts]
+        else:
+            out[key] = [_round(values[end - 1]) if end - 1 < len(values) else None for end in ends]
+    return out
 
 
 def _class_name(value: Any) -> str | None:
@@ -253,8 +254,7 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The record as the file holds it."""
-        fields = dataclasses.asdict(self)
-        fields.pop("path")
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self) if field.name != "path"}
         return {"format": FORMAT, "version": VERSION, **fields}
 
     @classmethod
