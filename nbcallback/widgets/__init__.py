@@ -2,10 +2,11 @@
 
 :class:`ProgressBar` (bars, rates, ETAs, an eval table), :class:`LiveLossPlot` (loss, metric and learning-rate
 panels drawn by the browser, a PNG at the end), :class:`Dashboard` (both, with Stop and lr controls) and
-:func:`run_in_background` (train on a thread, the kernel stays free); every run they show is remembered, and
-:func:`compare` draws remembered runs together (:func:`list_runs`, :func:`load_run`, :func:`delete_runs`).  The display is picked automatically
-(widgets in a notebook, one ``\\r`` line on a terminal, log lines elsewhere); override it with ``display=`` or
-``NBCALLBACK_DISPLAY``.  Importing this package imports neither IPython, anywidget nor matplotlib.
+:func:`run_in_background` (train on a thread, the kernel stays free); every training run they show is
+remembered, and :func:`compare` draws remembered runs together (:func:`list_runs`, :func:`load_run`,
+:func:`delete_runs`).  The display is picked automatically (widgets in a notebook, one ``\\r`` line on a
+terminal, log lines elsewhere); override it with ``display=`` or ``NBCALLBACK_DISPLAY``.  Importing this package
+imports neither IPython, anywidget nor matplotlib.
 """
 from __future__ import annotations
 

@@ -305,7 +305,8 @@ def _record_from(callback: Any, cb_params: Any) -> RunRecord | None:
     memo = _memo_of(callback, cb_params)
     lr_points = data.series.get("lr", {}).get("y") or [None]
     rows = [row for row in view.rows if not row.partial] or list(view.rows)
-    metrics = {key: _round(value) for key, value in (rows[-1].values if rows else {}).items() if _round(value) is not None}
+    last = {key: _round(value) for key, value in (rows[-1].values if rows else {}).items()}
+    metrics = {key: value for key, value in last.items() if value is not None}
     now = _dt.datetime.now(_dt.timezone.utc)
     started = now - _dt.timedelta(seconds=float(view.elapsed or 0.0))
     return RunRecord(
@@ -575,7 +576,8 @@ def _ordered(*flats: Mapping[str, Any]) -> list[str]:
 
 def labels_for(settings: Sequence[Mapping[str, Any]]) -> list[str]:
     """One label per run, naming its values of the settings that vary among ``settings`` (``['lr 0.1',
-    'lr 0.01']``; an unknown value is left out; ``'+EarlyStopping'``: a callback not all of them had); runs whose settings are all the same get ``'run 1'``, ``'run 2'`` ... in order."""
+    'lr 0.01']``; an unknown value is left out; ``'+EarlyStopping'``: a callback not all of them had); runs whose
+    settings are all the same get ``'run 1'``, ``'run 2'`` ... in order."""
     flats = [_flat(item) for item in settings]
     keys = [key for key in _ordered(*flats) if len({json.dumps(flat.get(key), sort_keys=True) for flat in flats}) > 1]
     labels = [", ".join(_part(key, flat[key]) for key in keys if flat.get(key) is not None) for flat in flats]

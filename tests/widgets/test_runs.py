@@ -44,7 +44,8 @@ def record(path: Path, *, ended: str = "2026-01-01T00:00:00.000+00:00", label: s
     """Write a valid record file at ``path`` (through save_run), with ``changes`` to its JSON fields."""
     path.parent.mkdir(parents=True, exist_ok=True)
     series = series if series is not None else {
-        "loss": {"x": [1, 2, 3, 4], "lo": [1.0, 0.8, 0.6, 0.5], "hi": [1.2, 0.9, 0.7, 0.6], "y": [1.1, 0.85, 0.65, 0.55]},
+        "loss": {"x": [1, 2, 3, 4], "lo": [1.0, 0.8, 0.6, 0.5], "hi": [1.2, 0.9, 0.7, 0.6],
+                 "y": [1.1, 0.85, 0.65, 0.55]},
         "eval:accuracy": {"x": [2, 4], "y": [0.5, 0.7]},
         "eval:loss": {"x": [2, 4], "y": [0.9, 0.6]},
         "lr": {"x": [0, 4], "y": [lr, lr]}}
