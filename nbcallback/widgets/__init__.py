@@ -5,7 +5,8 @@ panels drawn by the browser, a PNG at the end), :class:`Dashboard` (both, with S
 :func:`run_in_background` (train on a thread, the kernel stays free).  The display is picked automatically
 (widgets in a notebook, one ``\\r`` line on a terminal, log lines elsewhere); override it with ``display=`` or
 ``NBCALLBACK_DISPLAY``.  Any training loop feeds them with ``board.log(loss=...)`` (see :class:`LiveCallback`;
-adapters for Lightning, Hugging Face and Keras 3 in :mod:`nbcallback.integrations`).  Importing this package imports neither IPython, anywidget nor matplotlib.
+adapters for Lightning, Hugging Face and Keras 3 in :mod:`nbcallback.integrations`).  Every training run they show is remembered, and :func:`compare` draws remembered runs together
+(:func:`list_runs`, :func:`load_run`, :func:`delete_runs`).  Importing this package imports neither IPython, anywidget nor matplotlib.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from nbcallback.widgets.feed import StopTraining
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
 from nbcallback.widgets.panels import Line, Panel
 from nbcallback.widgets.progress_bar import ProgressBar
+from nbcallback.widgets.runs import RunRecord, compare, delete_runs, label_by_difference, list_runs, load_run
 from nbcallback.widgets.state import TrainingState, View
 
 __all__ = [
@@ -29,9 +31,15 @@ __all__ = [
     "LiveLossPlot",
     "Panel",
     "ProgressBar",
+    "RunRecord",
     "StopTraining",
     "TrainingState",
     "View",
+    "compare",
+    "delete_runs",
+    "label_by_difference",
+    "list_runs",
+    "load_run",
     "resolve_display",
     "run_in_background",
 ]

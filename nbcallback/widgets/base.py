@@ -31,6 +31,7 @@ from nbcallback.widgets.env import DISPLAY_MODES, resolve_display
 from nbcallback.widgets.feed import LoopFeed, StopTraining, checked_loss
 from nbcallback.widgets.panels import Panel, default_panels
 from nbcallback.widgets.renderers import NullRenderer, Renderer, choose_renderer
+from nbcallback.widgets.runs import RunMemo, remember_run
 from nbcallback.widgets.sampling import StepSampler, learning_rate
 from nbcallback.widgets.scheduling import RefreshScheduler
 from nbcallback.widgets.state import TrainingState, View
@@ -66,6 +67,7 @@ class _Settings:
     live_rows: int
     max_rows: int
     plan: dict[str, Any] | None = None  # a loop of the user's own: epochs, steps_per_epoch, optimizer, scheduler
+    memo: RunMemo = dataclasses.field(default_factory=RunMemo)  # how its runs are remembered (widgets/runs.py)
 
 
 @dataclasses.dataclass
@@ -115,6 +117,9 @@ class LiveCallback(Callback):
         max_points: the most points per plot line (the loss is kept as buckets of steps: min, max, smoothed).
         lang: the display's language, ``'en'`` or ``'zh_CN'``; None reads ``NBCALLBACK_LANG``, then English.
         clock: a function returning monotonic seconds (tests pass a fake).
+        run_label, run_notes, remember: how the run is remembered for comparing (:mod:`nbcallback.widgets.runs`):
+            its label (None: named by what differs), notes kept with its settings (``{'dropout': 0.5}``), and
+            whether to remember it at all (default True).
         epochs, steps_per_epoch: for a loop of your own (see :meth:`log`): the run's totals (None: unknown); given,
             ``with board:`` shows the display at once.
         optimizer: for a loop of your own: the ``torch.optim`` optimizer the lr box drives (and whose rate is shown).
@@ -158,6 +163,9 @@ class LiveCallback(Callback):
         steps_per_epoch: int | None = None,
         optimizer: Any = None,
         scheduler: Any = None,
+        run_label: str | None = None,
+        run_notes: dict[str, Any] | None = None,
+        remember: bool = True,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -176,7 +184,8 @@ class LiveCallback(Callback):
                     "scheduler": scheduler}
             LoopFeed(self, **plan)  # checks the totals now, where the mistake is made
         self.settings = _Settings(display, Words(lang), file, bool(graceful_interrupt), refresh_interval,
-                                  float(log_interval), int(live_rows), int(max_rows), plan)
+                                  float(log_interval), int(live_rows), int(max_rows), plan,
+                                  RunMemo.of(run_label, run_notes, remember))
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
         self._clock = clock or time.monotonic
         self._depth = 0
@@ -682,6 +691,7 @@ class LiveCallback(Callback):
             except Exception:  # the state is only for display; keep ending the run
                 pass
             self.state.finish(now, *self._ending(exc))
+            remember_run(self)  # the run's record for comparing (#47): once per run, at its end, never in a step
             if self.mode != "off" and not self._scheduler.failed:
                 started = time.perf_counter()
                 png, css_width = self._final_png() if self.state.kind == "train" else (None, None)
