@@ -316,7 +316,8 @@ def test_the_clone_line_and_codespaces_follow_the_fork(forked: tuple[Path, subpr
     check = _fork_command("--check", cwd=clone)
     assert check.returncode == 1
     stale = check.stderr
-    assert f"README.md:40: git clone https://github.com/{FORK} && cd nbcallback (should be git clone https://github.com/{FORK} && cd {name})" in stale, stale
+    line = next(n for n, text in enumerate(readme.read_text(encoding="utf-8").splitlines(), 1) if "&& cd nbcallback`" in text)
+    assert f"README.md:{line}: git clone https://github.com/{FORK} && cd nbcallback (should be git clone https://github.com/{FORK} && cd {name})" in stale, stale
     assert f"https://codespaces.new/nbcallback/nbcallback/tree/main (should be https://codespaces.new/{FORK}/tree/{BRANCH})" in stale
     assert f"docs/teaching.md:" in stale and f"Create codespace on main (should be Create codespace on {BRANCH})" in stale
     assert _fork_command(cwd=clone).returncode == 0
