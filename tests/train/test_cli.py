@@ -193,8 +193,8 @@ def test_debug_shows_the_traceback(tmp_path: Path, closed_url: str, how: str) ->
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 # Notebooks whose kernel stays in notebooks/: the exercises (otter's check cells read ./tests; they write their
-# checkpoint to runs/<notebook> by path) and the widgets lesson (it writes no file).
-STAYS_IN_NOTEBOOKS = frozenset({"5_exercises", "4_widgets"})
+# checkpoint to runs/<notebook> by path), the widgets lesson and the loop-by-hand lesson (they write no file).
+STAYS_IN_NOTEBOOKS = frozenset({"5_exercises", "4_widgets", "1b_the_loop_by_hand"})
 
 
 def _setup_cell(notebook: Path) -> str:
