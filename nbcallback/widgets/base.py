@@ -80,8 +80,9 @@ class LiveCallback(Board, Callback):
             self._run.loop.request_stop()
 
     def _finalize(self, exc: BaseException | None) -> None:
-        """The run's end, where its hooks left it (a failed step: the step it failed at)."""
-        if self._run.kind is not None:
+        """The run's end, where its hooks left it (a failed step: the step it failed at); a run fed by the loop API
+        is where its last call put it."""
+        if self._run.kind is not None and self._run.fed is None:
             self._locate()
         super()._finalize(exc)
 
