@@ -15,11 +15,12 @@ It is fed in two layers, neither of which knows any training framework:
   :meth:`Board.log_eval`, :meth:`Board.end_epoch`, :meth:`Board.finish`, :attr:`Board.stop_requested`;
 * **the run API** underneath, which that layer and :class:`~nbcallback.widgets.base.LiveCallback` (the
   MindSpore-style callbacks: one adapter of ``Model``'s hooks) call: :meth:`Board.open_run`,
-  :meth:`Board.epoch_begins`, :meth:`Board.train_step` (the hot path), :meth:`Board.step_check`,
-  :meth:`Board.epoch_ends`, :meth:`Board.eval_begins`, :meth:`Board.eval_ends`, :meth:`Board.run_ends`; the
-  feeder says where the run is in :attr:`Board.at` before a call that reads it.  A call that returns True asks the
-  feeder to stop its loop now (a stop was requested and takes effect at this step): ``run_context.request_stop()``
-  for a ``Model`` run, :class:`StopTraining` in a ``with`` block, ``trainer.should_stop`` in Lightning.
+  :meth:`Board.epoch_begins`, :meth:`Board.train_step` (the hot path), :meth:`Board.count_step` (a step without a
+  loss, an evaluation step), :meth:`Board.step_check`, :meth:`Board.epoch_ends`, :meth:`Board.eval_begins`,
+  :meth:`Board.eval_ends`, :meth:`Board.run_ends`; the feeder says where the run is in :attr:`Board.at` before a
+  call that reads it.  A call that returns True asks the feeder to stop its loop now (a stop was requested and
+  takes effect at this step): ``run_context.request_stop()`` for a ``Model`` run, :class:`StopTraining` in a
+  ``with`` block (Lightning's adapter reads :attr:`Board.stop_requested` and sets ``trainer.should_stop``).
 
 The snapshot is drawn when the board's ``with`` block (or a ``Model`` run's, which enters its callbacks) ends.
 Subclasses declare what they show in ``_PARTS`` and may override :meth:`Board._panels_for` (the plot's panels),
@@ -37,7 +38,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO, TypeVar
+from typing import Any, Callable, Concatenate, Mapping, ParamSpec, Sequence, TextIO, TypeVar
 
 import torch
 
@@ -51,9 +52,10 @@ from nbcallback.widgets.scheduling import RefreshScheduler
 from nbcallback.widgets.state import TrainingState, View
 from nbcallback.widgets.words import Msg, Words
 
-__all__ = ["Board", "StopTraining", "checked_loss", "save_png"]
+__all__ = ["Board", "StopTraining", "Where", "checked_loss", "save_png"]
 
 _R = TypeVar("_R")
+_P = ParamSpec("_P")
 
 
 class StopTraining(Exception):
@@ -93,11 +95,11 @@ def _count(name: str, value: Any) -> int | None:
     return int(value)
 
 
-def _counted(method: Callable[..., _R]) -> Callable[..., _R]:
+def _counted(method: Callable[Concatenate[Board, _P], _R]) -> Callable[Concatenate[Board, _P], _R]:
     """Count a method's time on the training thread as display overhead (never nest two counted methods)."""
 
     @functools.wraps(method)
-    def timed(self: Board, *args: Any, **kwargs: Any) -> _R:
+    def timed(self: Board, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         started = time.perf_counter()
         try:
             return method(self, *args, **kwargs)
