@@ -348,7 +348,7 @@ def hot_path_benchmark(calls: int = 200_000) -> dict:
     params = {"net_outputs": torch.tensor(0.5)}
     ctx = RunContext(params)
     bar.__enter__()
-    bar._run.cb_params = params
+    bar._run.facts = params  # (the run's cb_params, as a Model run's hooks read them)
     bar._sampler.start()
     bar._sampler.countdown = 10**12  # never reach a check: the pure per-step cost
     noop = Callback()

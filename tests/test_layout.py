@@ -3,6 +3,9 @@
 * Dependencies run one way: ``train/`` imports neither ``dataset/`` nor ``widgets/``; ``widgets/`` never imports
   ``dataset/``; ``dataset/`` imports ``train/`` only in ``_waited.py``; nothing imports ``integrations/``, which
   uses ``widgets/`` (never ``dataset/``).
+* The display's core, ``widgets/board.py``, is fed by plain values: neither it nor a ``widgets/`` module it imports
+  imports a training loop's hooks (``nbcallback.train.callback``: ``RunContext``; ``nbcallback.train.model``);
+  ``widgets/base.py`` is the one adapter of ``Model``'s hooks onto it.
 * An import inside a function is for a heavy or optional dependency (loaded when first used), never to dodge an
   import cycle: each one must be in :data:`LAZY`, with its reason.
 * No class in ``widgets/`` or ``dataset/`` keeps more than :data:`MAX_ATTRIBUTES` attributes, its bases' included
@@ -91,6 +94,39 @@ def test_dependencies_run_one_way() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+#: The display's core, and what it may not import: a training loop's hooks and the Model that calls them.
+CORE = "nbcallback/widgets/board.py"
+HOOKS = ("nbcallback.train.callback", "nbcallback.train.model")
+
+
+def _framework_imports(start: str) -> list[str]:
+    """The imports of a loop's hooks (:data:`HOOKS`) in ``start`` and in the ``widgets/`` modules it imports,
+    transitively, as ``"path imports name"``."""
+    modules = dict(_modules())
+    seen: set[str] = set()
+    todo, found = [start], []
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(modules[path]):
+            for name in _imported(path, node):
+                if any(name == hook or name.startswith(hook + ".") for hook in HOOKS):
+                    found.append(f"{path} imports {name}")
+                target = name.replace(".", "/") + ".py"
+                if name.startswith("nbcallback.widgets.") and target in modules:
+                    todo.append(target)
+    return found
+
+
+def test_the_display_core_is_fed_by_plain_values() -> None:
+    wrong = _framework_imports(CORE)
+    assert not wrong, ("\n".join(wrong) + "\nThe board takes plain values (epochs, steps, the loss object, the "
+                       "optimizer); reading cb_params or a RunContext belongs to the adapter, widgets/base.py.")
+    assert any("nbcallback.train.callback" in line for line in _framework_imports("nbcallback/widgets/base.py"))
+
+
 def test_a_function_imports_only_heavy_or_optional_modules() -> None:
     wrong = []
     for path, tree in _modules():
@@ -167,12 +203,12 @@ def _all_attributes(name: str, classes: dict[str, list[_Class]], seen: frozenset
 def test_the_attribute_counter_sees_inherited_attributes() -> None:
     classes = _classes()
     dashboard = _all_attributes("Dashboard", classes)
-    assert {"time_bar", "plot_options", "settings", "state"} <= dashboard  # its own, LiveLossPlot's, LiveCallback's
+    assert {"time_bar", "plot_options", "settings", "state"} <= dashboard   # its own, LiveLossPlot's, Board's
 
 
 def test_the_attribute_counter_counts_a_dataclass_fields() -> None:
     classes = _classes()
-    assert {"display", "words", "live_rows", "plan"} <= _all_attributes("_Settings", classes)  # widgets/base.py
+    assert {"display", "words", "live_rows", "plan"} <= _all_attributes("_Settings", classes)  # widgets/board.py
     assert "_PARTS" not in _all_attributes("LiveCallback", classes)  # a class constant, not a dataclass field
     assert _all_attributes("View", classes) == set()  # frozen: a value, not mutable state
 
@@ -188,4 +224,4 @@ def test_no_class_keeps_more_than_fifteen_attributes(package: str) -> None:
         if len(attributes) > MAX_ATTRIBUTES:
             too_many.append(f"{name} ({records[0].path}): {len(attributes)} attributes, {sorted(attributes)}")
     assert not too_many, ("\n".join(too_many) + f"\nAt most {MAX_ATTRIBUTES} (bases included): group what belongs "
-                          "together in a small record (a dataclass), as LiveCallback's settings or a source's shards.")
+                          "together in a small record (a dataclass), as Board's settings or a source's shards.")

@@ -5,6 +5,7 @@ import numbers
 from typing import Any, Mapping
 
 from nbcallback.widgets.base import LiveCallback
+from nbcallback.widgets.board import Board
 from nbcallback.widgets.dashboard import Dashboard
 
 __all__ = ["feeding", "make_board", "numbers_only"]
@@ -39,8 +40,8 @@ def numbers_only(values: Mapping[str, Any], drop: tuple[str, ...] = ()) -> dict[
     return out
 
 
-def feeding(board: LiveCallback) -> bool:
+def feeding(board: Board) -> bool:
     """Whether ``board`` shows a run fed by the adapter that has not ended (a framework's stand-alone evaluation,
     outside ``fit``, is not shown)."""
-    feed = board._run.feed
-    return feed is not None and not feed.ended
+    fed = board._run.fed
+    return fed is not None and not fed.ended

@@ -14,7 +14,7 @@ from nbcallback.widgets.background import BackgroundRun, run_in_background
 from nbcallback.widgets.base import LiveCallback
 from nbcallback.widgets.dashboard import Dashboard
 from nbcallback.widgets.env import DISPLAY_MODES, ENV_VAR, resolve_display
-from nbcallback.widgets.feed import StopTraining
+from nbcallback.widgets.board import StopTraining
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
 from nbcallback.widgets.panels import Line, Panel
 from nbcallback.widgets.progress_bar import ProgressBar

@@ -6,7 +6,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from nbcallback.train.callback import RunContext
 from nbcallback.train.profiler import CallbackProfiler
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
 from nbcallback.widgets.panels import time_facts
@@ -66,13 +65,12 @@ class Dashboard(LiveLossPlot):
 
     # ------------------------------------------------------------------ the time bar
 
-    def _find_profiler(self, cb_params: Any) -> None:
-        """At the start of a run: the CallbackProfiler of the same callbacks list and its rows' labels in the
+    def _find_profiler(self, callbacks: tuple[Any, ...]) -> None:
+        """At the start of a run: the CallbackProfiler among the run's ``callbacks`` and its rows' labels in the
         list's order (the bar's order and colours), kept in ``time_bar.timed_by`` if the bar is wanted."""
         self.time_bar.timed_by = None
         if self.time_panel is False or self._depth > 1 or self.mode not in ("widget", "static", "final"):
             return
-        callbacks = cb_params.get("list_callback") or () if hasattr(cb_params, "get") else ()
         profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
         if profiler is not None:
             labels = (profiler.label_of(callback) for callback in callbacks)
@@ -93,15 +91,9 @@ class Dashboard(LiveLossPlot):
             return  # the last bar stays until the next refresh
         self.state.set_time(time_facts(rows, wall, self.settings.words, order))
 
-    def on_train_begin(self, run_context: RunContext) -> None:
-        super().on_train_begin(run_context)
-        self._find_profiler(run_context.original_args())
-
-    def on_eval_begin(self, run_context: RunContext) -> None:
-        standalone = self._run.kind is None
-        super().on_eval_begin(run_context)
-        if standalone:
-            self._find_profiler(run_context.original_args())
+    def _run_started(self, callbacks: tuple[Any, ...]) -> None:
+        super()._run_started(callbacks)
+        self._find_profiler(callbacks)
 
     def _update(self, now: float) -> None:
         self._take_time()

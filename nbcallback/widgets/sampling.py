@@ -1,8 +1,9 @@
 """Per-step sampling: what the step hooks keep of each training step, and when they next look at the clock.
 
-The hot path only appends the step's ``net_outputs`` and counts down; at zero the clock is read and the stride to
-the next check adapted (about 20 checks a second).  :meth:`StepSampler.record` converts the kept outputs (one
-device synchronisation) and folds them into the :class:`~nbcallback.widgets.state.TrainingState`.
+A step only appends its loss object (a Model run's ``net_outputs``) and counts down; at zero the clock is read and
+the stride to the next check adapted (about 20 checks a second).  :meth:`StepSampler.record` converts the kept
+outputs (one device synchronisation) and folds them into the :class:`~nbcallback.widgets.state.TrainingState`; it
+is given plain values (the step, the batch's size, the optimizer), never a framework's objects.
 """
 from __future__ import annotations
 
@@ -64,9 +65,9 @@ def batch_size(element: Any) -> int | None:
     return int(shape[0]) if shape is not None and len(shape) > 0 else None
 
 
-def learning_rate(cb_params: Any) -> float | None:
-    """The first parameter group's learning rate, when the run has an optimizer."""
-    optimizer = cb_params.get("optimizer")
+def learning_rate(optimizer: Any) -> float | None:
+    """The first parameter group's learning rate of ``optimizer`` (a Keras 3 one: its ``learning_rate``); None
+    without an optimizer or a number."""
     if getattr(optimizer, "param_groups", None):
         return optimizer.param_groups[0].get("lr")
     rate = getattr(optimizer, "learning_rate", None) if optimizer is not None else None  # Keras 3
@@ -109,19 +110,20 @@ class StepSampler:
         self.countdown = self.stride = next_stride(self.stride, now - self.t_check)
         self.t_check = now
 
-    def record(self, state: TrainingState, cb_params: Any, now: float, *, phase: str, read: bool,
-               before_eval: bool = False) -> None:
-        """Bring ``state`` up to date: an evaluation's step, or the training steps since the last record with their
-        losses (converted when ``read``: one synchronisation), the batch size and the learning rate.
-        ``before_eval``: in fit's ``on_eval_begin``, where ``cur_step_num`` is already 0 for the validation."""
+    def record(self, state: TrainingState, now: float, *, phase: str, step: int, read: bool, eval_step: int = 0,
+               samples_per_step: int | None = None, optimizer: Any = None, before_eval: bool = False) -> None:
+        """Bring ``state`` up to date: an evaluation's ``eval_step``, or the training steps since the last record up
+        to global ``step`` with their losses (converted when ``read``: one synchronisation), the batch's
+        ``samples_per_step`` (kept once known) and ``optimizer``'s learning rate.  ``before_eval``: an evaluation
+        pass begins, so the steps recorded are the ones kept since the last record."""
         if phase == "eval":
-            state.record_eval_steps(now, int(cb_params.get("cur_step_num", 0)))
+            state.record_eval_steps(now, eval_step)
             return
         items, self.outputs = self.outputs, []
         if self.append is not _ignore:
             self.append = self.outputs.append
         losses = losses_to_floats(items) if items and read else []
-        step = state.global_step + len(items) if before_eval else int(cb_params.get("cur_step_num", 0))
-        batch = batch_size(cb_params.get("train_dataset_element")) if state.samples_per_step is None else None
+        step = state.global_step + len(items) if before_eval else step
+        batch = samples_per_step if state.samples_per_step is None else None
         state.record_steps(now, step, losses, samples_per_step=batch)
-        state.set_lr(learning_rate(cb_params))
+        state.set_lr(learning_rate(optimizer))

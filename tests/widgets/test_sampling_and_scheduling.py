@@ -23,8 +23,7 @@ def test_the_sampler_keeps_outputs_only_while_open_and_records_them_in_one_go() 
     sampler.start()
     for value in (0.5, 0.25, 0.125):
         sampler.append(torch.tensor(value))
-    params = {"cur_step_num": 3, "train_dataset_element": (torch.zeros(32, 4),)}
-    sampler.record(state, params, 1.0, phase="train", read=True)
+    sampler.record(state, 1.0, phase="train", step=3, samples_per_step=32, read=True)
     assert sampler.outputs == [] and state.global_step == 3 and state.samples_per_step == 32
     assert state.view(1.0).last_loss == 0.125
     sampler.append(torch.tensor(1.0))  # still open: kept for the next record
