@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 from nbcallback.widgets.format import metric, number, shown_loss
 from nbcallback.widgets.panels import RUN_COLORS, Panel
 from nbcallback.widgets.runs import (
-    RunFileError, RunRecord, label_by_difference, list_runs, load_run, skip_unreadable, status_word,
+    RunFileError, RunRecord, label_by_difference, last_runs, load_run, skip_unreadable, status_word,
 )
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
@@ -173,7 +173,7 @@ def combined_range(live: tuple[float, float] | None, panel: Panel,
 def _records(wanted: int | tuple[Any, ...], notebook: str | None) -> list[RunRecord]:
     """The runs named by ``wanted`` (checked by :func:`check_compare`); unreadable ones skipped with a warning."""
     if isinstance(wanted, int):
-        return list_runs(notebook)[-wanted:]
+        return last_runs(wanted, notebook)
     found = []
     for ref in wanted:
         try:
@@ -193,10 +193,11 @@ def _line(cols: Mapping[str, Sequence[Any]], factor: float) -> dict[str, tuple[f
 
 def read_overlay(wanted: int | tuple[Any, ...] | None, live_settings: Mapping[str, Any],
                  steps_per_epoch: int | None = None, notebook: str | None = None) -> Overlay | None:
-    """The earlier runs ``wanted`` names (the last N of ``notebook`` or the runs named), labelled by what differs
-    from ``live_settings`` (as ``runs.settings_of`` gives them), x stretched to ``steps_per_epoch`` (the live run's,
-    when both runs know theirs).  Called once per run, at its start; None when there is no run to draw.  Records
-    are read here and nowhere else."""
+    """The earlier runs ``wanted`` names (the last N of ``notebook``: only their files are read; or the runs named),
+    labelled by their ``run_label`` or by what differs from ``live_settings`` (as ``runs.settings_of`` gives them;
+    two runs that would read the same add the time they ended), x stretched to ``steps_per_epoch`` (the live
+    run's, when both runs know theirs).  Called once per run, at its start; None when there is no run to draw.
+    Records are read here and nowhere else."""
     if not wanted:
         return None
     records, seen = [], set()
@@ -206,9 +207,11 @@ def read_overlay(wanted: int | tuple[Any, ...] | None, live_settings: Mapping[st
             seen.add(key)
             records.append(record)
     labels = [record.label or label_by_difference(live_settings, record.settings) for record in records]
-    for index, label in enumerate(labels):  # the same words twice: the older one says when it ended
-        if labels.count(label) > 1:
-            labels[index] = f"{label} ({record_time(records[index])})"
+    twice = {label for label in labels if labels.count(label) > 1}
+    times = [record_time(record) for record in records]
+    times = [name if times.count(name) == 1 else record.name for name, record in zip(times, records)]
+    labels = [f"{label} ({when})" if label in twice else label  # each says when it ended
+              for label, when in zip(labels, times)]
     runs = []
     for index in reversed(range(len(records))):  # newest first: it gets the first colour
         record = records[index]

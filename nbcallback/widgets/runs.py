@@ -42,7 +42,7 @@ from nbcallback.widgets.words import Words
 __all__ = ["FORMAT", "VERSION", "STORED_POINTS", "RunMemo", "RunRecord", "RunFileError", "Comparison",
            "current_notebook", "records_dir", "settings_of", "remember_run", "save_run", "list_runs", "load_run",
            "delete_runs", "label_by_difference", "labels_for", "compare", "skip_unreadable",
-           "status_word", "live_settings"]
+           "status_word", "live_settings", "last_runs"]
 
 #: The ``format`` field of every run record.
 FORMAT = "nbcallback-run"
@@ -465,6 +465,23 @@ def list_runs(notebook: str | None = None) -> list[RunRecord]:
         except RunFileError as error:
             _skip(error)
     return sorted(records, key=lambda record: (record.ended, str(record.path)))
+
+
+def last_runs(count: int, notebook: str | None = None) -> list[RunRecord]:
+    """The last ``count`` remembered runs of ``notebook`` (None: this one), oldest first, as ``list_runs()[-count:]``
+    gives them, reading only those files: the newest by file name (a record's name is the time its run ended),
+    going back past a file that cannot be read (skipped with the same one-line warning)."""
+    folder = records_dir(notebook)
+    paths = sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() and count > 0 else []
+    found: list[RunRecord] = []
+    for path in paths:
+        try:
+            found.append(_read(path))
+        except RunFileError as error:
+            _skip(error)
+        if len(found) == count:
+            break
+    return sorted(found, key=lambda record: (record.ended, str(record.path)))
 
 
 def load_run(path_or_label: RunRef, notebook: str | None = None) -> RunRecord:
