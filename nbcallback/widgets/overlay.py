@@ -249,7 +249,9 @@ def compare_table(overlay: Overlay, view: View | None, words: Words = ENGLISH) -
     names = list(live_metrics)
     for run in overlay.runs:
         names += [name for name in run.metrics if name not in names]
-    header = [words("compare_run"), words("compare_status"), words("col_epoch"), words("panel_loss"), *names]
+    loss = words("panel_loss")
+    shown = [f"{name} ({words('legend_eval')})" if name in (loss, "loss") else name for name in names]  # not the
+    header = [words("compare_run"), words("compare_status"), words("col_epoch"), loss, *shown]  # training loss
 
     def cell(value: Any) -> str:
         return "–" if value is None else metric(value) if not isinstance(value, float) else number(value)

@@ -68,7 +68,7 @@ def test_compare_n_draws_the_last_n_runs_labelled_by_what_differs() -> None:
     # The text view lists the runs once at the start (before the first epoch's line) and again at the end.
     lines = text.splitlines()
     assert lines[1] == "2 earlier runs to compare with:"
-    assert lines[2].split() == ["run", "status", "epoch", "loss", "accuracy", "eval_loss"]
+    assert lines[2].split() == ["run", "status", "epoch", "loss", "accuracy", "eval_loss"]  # (the test's metric)
     assert [line.split()[:2] for line in lines[3:5]] == [["lr", "0.2"], ["lr", "0.05"]]
     assert lines[5].startswith("epoch 1/2")
     end = lines[lines.index("2 earlier runs to compare with:", 2):]
@@ -321,3 +321,18 @@ def test_the_table_speaks_chinese() -> None:
     assert "之前的 1 次运行：" in text
     assert text.splitlines()[2].split()[:4] == ["运行", "结果", "轮次", "损失"]
     assert re.search(r"本次运行\s+已完成", text)
+
+
+def test_an_evaluation_loss_column_is_not_mistaken_for_the_training_loss() -> None:
+    from types import MappingProxyType
+
+    from nbcallback.widgets.overlay import Overlay, OverlayRun, compare_table
+    from nbcallback.widgets.words import Words
+
+    run = OverlayRun("lr 0.1", "x", "stopped", 0.5, MappingProxyType({"accuracy": 0.9, "loss": 0.4}), 1,
+                     MappingProxyType({}), RUN_COLORS[0])
+    header, rows, colors = compare_table(Overlay.of([run]), None)
+    assert header == ["run", "status", "epoch", "loss", "accuracy", "loss (eval)"]
+    assert rows == [["lr 0.1", "stopped", "1", "0.5", "0.9", "0.4"]] and colors == [RUN_COLORS[0]]
+    header, rows, _ = compare_table(Overlay.of([run]), None, Words("zh_CN"))
+    assert header == ["运行", "结果", "轮次", "损失", "accuracy", "loss (验证)"] and rows[0][1] == "已停止"
