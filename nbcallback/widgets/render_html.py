@@ -120,19 +120,20 @@ def compare_html(overlay: Overlay, view: View, words: Words = ENGLISH, inline: b
     header, rows, colors = compare_table(overlay, view, words)
     names = [words("compare_this_run"), *(run.hover for run in overlay.runs)]
     cell_style = _INLINE["cell"] if inline else ""
+    first_style = cell_style + ";text-align:left" if inline else ""  # the runs' names: left, the numbers right
 
     def swatch(color: str) -> str:
         fill = f"var({COLORS[color][0]},{COLORS[color][1]})" if color in COLORS else color
         return (f'<span class="nbc-swatch" style="display:inline-block;width:14px;height:3px;margin-right:6px;'
                 f'vertical-align:middle;background:{fill}{"" if color in COLORS else ";opacity:.8"}"></span>')
 
-    head = "<tr>" + "".join(_tag("th", "" if j == 0 else "num", escape(text), cell_style)
+    head = "<tr>" + "".join(_tag("th", "" if j == 0 else "num", escape(text), first_style if j == 0 else cell_style)
                             for j, text in enumerate(header)) + "</tr>"
     body = ""
     for k, (cells, color, name) in enumerate(zip(rows, colors, names)):
-        tds = "".join(_tag("td", "" if j == 0 else "num", (swatch(color) if j == 0 else "") + escape(text), cell_style)
-                      for j, text in enumerate(cells))
-        live = ' data-live="1"' if k == 0 else ""
+        tds = "".join(_tag("td", "" if j == 0 else "num", (swatch(color) if j == 0 else "") + escape(text),
+                           first_style if j == 0 else cell_style) for j, text in enumerate(cells))
+        live = (' data-live="1"' + (' style="font-weight:600"' if inline else "")) if k == 0 else ""
         body += f'<tr class="nbc-run"{live} title="{escape(name)}">{tds}</tr>'
     style = _INLINE["table"] if inline else ""
     return _tag("table", "table nbc-compare", f"<thead>{head}</thead><tbody>{body}</tbody>", style)
