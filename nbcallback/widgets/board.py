@@ -124,6 +124,7 @@ class _Settings:
     max_rows: int
     plan: dict[str, Any] | None = None  # a loop of the user's own: epochs, steps_per_epoch, optimizer, scheduler
     memo: RunMemo = dataclasses.field(default_factory=RunMemo)  # how its runs are remembered (widgets/runs.py)
+    clock: Callable[[], float] = time.monotonic  # monotonic seconds (tests pass a fake)
 
 
 @dataclasses.dataclass
@@ -174,12 +175,6 @@ class _Run:
     t_end: float | None = None
     panels: tuple[tuple[Any, ...], list[Panel]] | None = None  # (the facts that chose the plot's panels, the panels)
     fed: _Fed | None = None  # the run is fed by log() and friends (a plain loop or a framework's adapter)
-
-    @property
-    def cb_params(self) -> Any:
-        """The run's facts under the name :func:`~nbcallback.widgets.runs.remember_run` reads them by (its keys
-        are those of a ``Model`` run's ``cb_params``: ``epoch_num``, ``optimizer``, ``list_callback`` ...)."""
-        return self.facts
 
 
 @dataclasses.dataclass
@@ -281,12 +276,11 @@ class Board:
                     "scheduler": scheduler}
         self.settings = _Settings(display, Words(lang), file, bool(graceful_interrupt), refresh_interval,
                                   float(log_interval), int(live_rows), int(max_rows), plan,
-                                  RunMemo.of(run_label, run_notes, remember))
+                                  RunMemo.of(run_label, run_notes, remember), clock or time.monotonic)
         self.state = TrainingState(smoothing=smoothing, max_points=max_points)
-        self._clock = clock or time.monotonic
         self._depth = 0
         self._thread: int | None = None  # the thread whose run entered first (checked while _depth > 0)
-        self._scheduler = RefreshScheduler(owner, self._clock, abort=lambda: self.renderer.abort())
+        self._scheduler = RefreshScheduler(owner, self.settings.clock, abort=lambda: self.renderer.abort())
         self._init_run()
         try:  # in a kernel, import what the display needs now (matplotlib and its fonts), not at the run's end
             if resolve_display(display, rank=int(os.environ.get("RANK") or 0), stream=file) == "widget":
@@ -602,7 +596,7 @@ class Board:
             facts: what the run is remembered from (:mod:`nbcallback.widgets.runs`; a ``Model`` run's
                 ``cb_params``).
         """
-        now = self._clock()
+        now = self.settings.clock()
         run = self._run
         run.kind, run.optimizer, run.scheduler = kind, optimizer, scheduler
         run.facts = facts if facts is not None else {"epoch_num": epochs, "optimizer": optimizer,
@@ -636,7 +630,7 @@ class Board:
     @_counted
     def epoch_begins(self, epoch: int, step: int | None = None) -> None:
         """A training epoch begins: ``epoch`` counting from 1, after global ``step`` (None: :attr:`at`'s)."""
-        now, at = self._clock(), self._run.at
+        now, at = self.settings.clock(), self._run.at
         at.epoch = int(epoch)
         if step is not None:
             at.step = int(step)
@@ -672,7 +666,7 @@ class Board:
         sampler = self._sampler
         if sampler.countdown > 0:  # only a request was pending
             return stop
-        now = self._clock()
+        now = self.settings.clock()
         sampler.check(now)
         if self._scheduler.due(now):
             self._record(now)
@@ -682,13 +676,13 @@ class Board:
     @_counted
     def _late_record(self) -> None:
         """A loss given after its step was counted: recorded at once, at that step (it is a number already)."""
-        self._record(self._clock())
+        self._record(self.settings.clock())
 
     @_counted
     def epoch_ends(self, *, validated: bool) -> bool:
         """The epoch on (:attr:`at`'s) ends at :attr:`at`'s step; ``validated``: it had evaluation results.  True: a
         stop takes effect here."""
-        now = self._clock()
+        now = self.settings.clock()
         stop = self._apply_pending(eval_phase=False)
         self._record(now)
         self.state.end_epoch(self._run.at.epoch, now, validated=validated)
@@ -701,7 +695,7 @@ class Board:
         """The run's loop ended (the snapshot is drawn when the board's ``with`` block ends); ``stopped``: the loop
         stopped itself (a callback's request, not this board's)."""
         run = self._run
-        run.t_end = self._clock()
+        run.t_end = self.settings.clock()
         self._record(run.t_end)
         run.loop_stopped = stopped
 
@@ -709,7 +703,7 @@ class Board:
     def eval_begins(self, steps: int | None) -> bool:
         """An evaluation pass of ``steps`` steps (None: unknown) begins: a phase of a training run, or the whole of
         an ``'eval'`` run.  True: a stop takes effect here."""
-        now, run = self._clock(), self._run
+        now, run = self.settings.clock(), self._run
         run.at.eval_step = 0
         if run.kind == "train":
             self._record(now, before_eval=True)
@@ -725,7 +719,7 @@ class Board:
     def eval_ends(self, results: Mapping[str, Any] | None, *, stopped: bool = False) -> bool:
         """The evaluation pass ends after :attr:`at`'s ``eval_step`` steps, with ``results`` (a table row; None: no
         row); ``stopped``: the loop stopped it (the row is marked partial).  True: a stop takes effect here."""
-        now, run = self._clock(), self._run
+        now, run = self.settings.clock(), self._run
         stop = self._apply_pending(eval_phase=True)
         self.state.record_eval_steps(now, run.at.eval_step)
         partial = stopped or stop
@@ -857,7 +851,7 @@ class Board:
             on_stop=lambda: self.request_stop("button"), on_lr=self.set_learning_rate)
         self._scheduler.reset(settings.refresh_interval or self.renderer.text_interval)
         self._sampler.start()
-        now = self._clock()
+        now = self.settings.clock()
         view = self._live_view(now)
         self._guard(lambda: self.renderer.open(view, self.state, self._shows_status()))
         if self.mode != "off":  # the view just shown is the first refresh (off: the state is kept at every check)
@@ -880,7 +874,7 @@ class Board:
         """Final status, final plot, static snapshot; close everything. Never raises."""
         run, sampler = self._run, self._sampler
         # The run ended at run_ends/eval_ends; other callbacks' exits do not count.
-        now = run.t_end if run.t_end is not None and exc is None else self._clock()
+        now = run.t_end if run.t_end is not None and exc is None else self.settings.clock()
         with self._scheduler.lock:  # a timer's send still running ends first; none starts after this
             self._scheduler.disarm()
         try:
@@ -961,7 +955,7 @@ class Board:
     def view(self) -> View:
         """The current state of the (last) run, e.g. for a custom report; ``status_text`` is in the board's
         language (``lang=``)."""
-        view = self.state.view(self._clock(), live_rows=None, max_rows=self.settings.max_rows)
+        view = self.state.view(self.settings.clock(), live_rows=None, max_rows=self.settings.max_rows)
         return dataclasses.replace(view, status_text=self.settings.words.say(view.status_text))
 
     def __getstate__(self) -> dict[str, Any]:
@@ -973,7 +967,7 @@ class Board:
         self.__dict__.update(state)
         self.state = TrainingState()
         self._depth = 0
-        self._scheduler = RefreshScheduler(type(self).__name__, self._clock, abort=lambda: self.renderer.abort())
+        self._scheduler = RefreshScheduler(type(self).__name__, self.settings.clock, abort=lambda: self.renderer.abort())
         self._init_run()
 
 

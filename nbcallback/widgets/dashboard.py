@@ -1,5 +1,6 @@
-"""``Dashboard``: progress, loss plot and metrics table together, with Stop and lr controls, and "where the time
-goes" when a ``CallbackProfiler`` times the same run."""
+"""``Dashboard``: progress, loss plot and metrics table together, with Stop and lr controls, "where the time
+goes" when a ``CallbackProfiler`` times the same run, and earlier runs drawn faint under the live one
+(``compare=``, :mod:`nbcallback.widgets.overlay`)."""
 from __future__ import annotations
 
 import warnings
@@ -8,7 +9,10 @@ from typing import Any
 
 from nbcallback.train.profiler import CallbackProfiler
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
+from nbcallback.widgets.overlay import CompareArg, Overlay, check_compare, read_overlay
 from nbcallback.widgets.panels import time_facts
+from nbcallback.widgets.runs import live_settings
+from nbcallback.widgets.sampling import learning_rate
 
 __all__ = ["Dashboard"]
 
@@ -20,6 +24,15 @@ class _TimeBar:
 
     wanted: bool | str
     timed_by: tuple[Any, tuple[str, ...]] | None = None
+
+
+@dataclass
+class _Compared:
+    """The earlier runs to draw under the live one: what ``compare`` named (checked) and, during a run, the
+    :class:`~nbcallback.widgets.overlay.Overlay` read at its start (None: nothing to draw)."""
+
+    wanted: int | tuple[Any, ...] | None
+    overlay: Overlay | None = None
 
 
 class Dashboard(LiveLossPlot):
@@ -39,29 +52,49 @@ class Dashboard(LiveLossPlot):
             saved notebook shows (a notebook only: a terminal prints the profiler itself).  ``'auto'`` (default):
             when the run has a ``CallbackProfiler``; ``True``: the same, with a warning when it has none; ``False``:
             never.
+        compare: earlier runs to draw faint under the live curves, in every panel that has their series, each
+            labelled by what differs from this run (``"lr 0.1"``), with a table of their final metrics whose live
+            row updates: a number N (the last N runs of this notebook, see :func:`~nbcallback.widgets.list_runs`),
+            or runs named by label, file or ``RunRecord`` (one or a list); None or 0 (default): none.  The runs are
+            read once, when the run starts (a file that cannot be read is one warning naming it; the run goes on);
+            the snapshot, the final PNG and the text view keep them.
         **kwargs: the :class:`LiveLossPlot` arguments.
 
     Example::
 
         run = run_in_background(model.fit, 5, train_ds, test_ds, callbacks=[Dashboard()])
         model.fit(2, train_ds, test_ds, callbacks=[CallbackProfiler(), Dashboard()])  # with the time bar
+        model.fit(2, train_ds, test_ds, callbacks=[Dashboard(compare=2)])  # the last two runs, faint
 
-    ``time_panel`` and ``CallbackProfiler`` are nbcallback's own (MindSpore has neither).
+    ``time_panel``, ``compare`` and ``CallbackProfiler`` are nbcallback's own (MindSpore has none of them: it
+    compares runs in MindInsight, a server reading ``SummaryCollector`` files).
     """
 
     _PARTS = frozenset({"progress", "table", "plot", "controls"})
 
-    def __init__(self, display: str = "auto", *, time_panel: bool | str = "auto", **kwargs: Any) -> None:
+    def __init__(self, display: str = "auto", *, time_panel: bool | str = "auto", compare: CompareArg = None,
+                 **kwargs: Any) -> None:
         if time_panel not in ("auto", True, False):
             raise ValueError(f"Dashboard: time_panel must be 'auto', True or False, got {time_panel!r}; 'auto' "
                              "shows where the time goes when a CallbackProfiler is in the run's callbacks")
         self.time_bar = _TimeBar(time_panel)
+        self.compared = _Compared(check_compare(compare))
         super().__init__(display, **kwargs)
 
     @property
     def time_panel(self) -> bool | str:
         """``'auto'``, True or False (see the class arguments)."""
         return self.time_bar.wanted
+
+    @property
+    def compare(self) -> int | tuple[Any, ...] | None:
+        """The earlier runs to compare with, as given (a number, or a tuple of labels, paths and records)."""
+        return self.compared.wanted
+
+    @property
+    def overlay(self) -> Overlay | None:
+        """The earlier runs drawn under the current (or last) run, as read at its start; None: none."""
+        return self.compared.overlay
 
     # ------------------------------------------------------------------ the time bar
 
@@ -94,6 +127,55 @@ class Dashboard(LiveLossPlot):
     def _run_started(self, callbacks: tuple[Any, ...]) -> None:
         super()._run_started(callbacks)
         self._find_profiler(callbacks)
+        if self.state.kind == "train":
+            self._read_compared(self._run.facts)
+
+    # ------------------------------------------------------------------ earlier runs
+
+    def _read_compared(self, cb_params: Any) -> None:
+        """At the start of a training run: read the earlier runs ``compare`` names (once; never per step or per
+        refresh), label them by what differs from this run and hand them to the renderer."""
+        compared = self.compared
+        compared.overlay = None
+        if not compared.wanted or self._depth > 1 or self.mode == "off" or not hasattr(cb_params, "get"):
+            return
+        try:
+            settings = live_settings(self, cb_params, lr=learning_rate(self._run.optimizer))
+            steps = int(cb_params.get("batch_num") or 0) or None
+            compared.overlay = read_overlay(compared.wanted, settings, steps)
+        except Exception as exc:  # comparing is a convenience: the run goes on without it
+            warnings.warn(f"Dashboard(compare=...): the earlier runs could not be read ({type(exc).__name__}: "
+                          f"{exc}); this run goes on without them.", RuntimeWarning, stacklevel=4)
+            return
+        if compared.overlay is not None:
+            overlay, view = compared.overlay, self._live_view(self.settings.clock())
+            self._guard(lambda: self.renderer.show_runs(overlay, view))
+
+    def _final_png(self) -> tuple[bytes | None, int | None]:
+        """The final plot with the earlier runs drawn faint under the live one (LiveLossPlot's without them)."""
+        overlay = self.compared.overlay
+        data = self.state.plot_data() if overlay is not None and self._wants_png() else None
+        if data is None or not set(data.series) - {"lr"}:
+            return super()._final_png()
+        try:
+            from nbcallback.widgets.plot import drawable, png_size, render_png
+
+            panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
+                                       "lr_changed": data.lr_changed})
+            png = render_png(panels, data, self.settings.words, overlay=overlay)
+            return png, png_size(len(drawable(panels, data)))[0]
+        except Exception as exc:  # matplotlib missing or broken: the snapshot still goes out
+            warnings.warn(f"nbcallback.widgets.Dashboard: the final plot could not be drawn ({type(exc).__name__}: "
+                          f"{exc}); the rest of the snapshot is shown.", RuntimeWarning, stacklevel=3)
+            return None, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable without the last run's profiler and earlier runs (what was asked for is kept)."""
+        state = super().__getstate__()
+        state["time_bar"] = _TimeBar(self.time_bar.wanted)
+        state["compared"] = _Compared(self.compared.wanted)
+        return state
+
 
     def _update(self, now: float) -> None:
         self._take_time()

@@ -115,7 +115,7 @@ class LiveLossPlot(LiveCallback):
     def _warn_unseen_metrics(self) -> None:
         """Warn when ``groups`` or ``panels`` name a metric that the run's evaluations never returned (a typo?):
         its line would stay empty without a word."""
-        returned = self.state.view(self._clock(), live_rows=0).columns
+        returned = self.state.view(self.settings.clock(), live_rows=0).columns
         asked = [name for names in (self.groups or {}).values() for name in names]
         asked += [line.key.removeprefix("eval:") for panel in self.panels for line in panel.lines
                   if line.key.startswith("eval:")]
