@@ -11,7 +11,7 @@ def test_q2_lines(EpochTimer, env):
     import io
     import torch
     from torch import nn
-    from nbcallback.train import Model
+    from nbcallback.train import Callback, Model
 
     def raised(error, cls):
         """使用学生的回调训练时抛出了什么，以及在其单元格中的位置。"""
@@ -52,7 +52,7 @@ def test_q2_lines(EpochTimer, env):
         setup = '' if 'Callback' in env else '（内核重启后，请先运行靠近顶部的设置单元格）'
         assert value is not None, f'没有名为{name}的类：请先运行定义它的单元格{setup}，再运行这个检查'
 
-    def printed(callback, epochs, steps=3, loss_fn=None):
+    def printed(callback, epochs, steps=3, loss_fn=None, around=()):
         """用`callback`训练一个很小的模型；返回它打印的各行。"""
         torch.manual_seed(0)
         x = torch.randn(4 * steps, 3)
@@ -63,7 +63,7 @@ def test_q2_lines(EpochTimer, env):
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):
-                model.train(epochs, data, callbacks=[callback])
+                model.train(epochs, data, callbacks=[*around[:1], callback, *around[1:]])
         except Exception as error:
             raise AssertionError(raised(error, type(callback))) from None
         return out.getvalue().splitlines()
@@ -80,7 +80,18 @@ def test_q2_lines(EpochTimer, env):
             return nn.functional.cross_entropy(logits, labels)
 
     def check_timing(epochs, steps):
-        lines = printed(EpochTimer(), epochs, steps=steps, loss_fn=SlowLoss())
+        windows = []
+
+        class Opens(Callback):
+
+            def on_train_epoch_begin(self, run_context):
+                windows.append(time.perf_counter())
+
+        class Closes(Callback):
+
+            def on_train_epoch_end(self, run_context):
+                windows[-1] = (time.perf_counter() - windows[-1]) * 1000
+        lines = printed(EpochTimer(), epochs, steps=steps, loss_fn=SlowLoss(), around=(Opens(), Closes()))
         assert lines, f'{epochs}个epoch，每个epoch {steps}个step：预期每个epoch打印一行，但你的回调什么也没有打印：请在on_train_epoch_end中用print()打印这一行'
         assert len(lines) == epochs, f'{epochs}个epoch，每个epoch {steps}个step：预期每个epoch打印一行（共{epochs}行），但你的回调打印了{len(lines)}行：{lines}'
         least = SLEEP * 1000 * steps
@@ -89,7 +100,7 @@ def test_q2_lines(EpochTimer, env):
             assert match, f"预期打印形如 'Train epoch time: {least + 2.345:.3f} ms, per step time: {(least + 2.345) / steps:.3f} ms' 的行，但你的回调打印了 {line!r}。"
             epoch_ms, step_ms = (float(match[1]), float(match[2]))
             assert epoch_ms >= least, f'epoch {epoch}运行了{steps}个step，每个step至少{SLEEP * 1000:.0f} ms，因此至少用时{least:.0f} ms，但你打印的是{epoch_ms:.3f} ms（单位应是毫秒，不是秒？）'
-            assert epoch_ms < 1.9 * least, f'epoch {epoch}用时约{least:.0f} ms，但你打印的是{epoch_ms:.3f} ms：请在每个epoch开始时重新开始计时（on_train_epoch_begin）'
+            assert epoch_ms <= windows[epoch - 1] + 1, f'epoch {epoch}用时{windows[epoch - 1]:.0f} ms，但你打印的是{epoch_ms:.3f} ms：请在每个epoch开始时重新开始计时（on_train_epoch_begin）'
             assert abs(step_ms * steps - epoch_ms) <= 0.01 * steps, f'每个step的时间是epoch时间除以该epoch的{steps}个step（cb_params.batch_num）：{epoch_ms:.3f} / {steps} = {epoch_ms / steps:.3f} ms，但你打印的是{step_ms:.3f} ms'
     SLEEP = 0.05
     check_timing(epochs=2, steps=3)
