@@ -167,7 +167,7 @@ def _all_attributes(name: str, classes: dict[str, list[_Class]], seen: frozenset
 def test_the_attribute_counter_sees_inherited_attributes() -> None:
     classes = _classes()
     dashboard = _all_attributes("Dashboard", classes)
-    assert {"time_bar", "plot_options", "settings", "state"} <= dashboard  # its own, LiveLossPlot's, LiveCallback's
+    assert {"extras", "plot_options", "settings", "state"} <= dashboard  # its own, LiveLossPlot's, LiveCallback's
 
 
 def test_the_attribute_counter_counts_a_dataclass_fields() -> None:

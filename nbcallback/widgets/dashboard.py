@@ -1,15 +1,19 @@
-"""``Dashboard``: progress, loss plot and metrics table together, with Stop and lr controls, and "where the time
-goes" when a ``CallbackProfiler`` times the same run."""
+"""``Dashboard``: progress, loss plot and metrics table together, with Stop and lr controls, "where the time
+goes" when a ``CallbackProfiler`` times the same run, and earlier runs drawn faint under the live one
+(``compare=``, :mod:`nbcallback.widgets.overlay`)."""
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nbcallback.train.callback import RunContext
 from nbcallback.train.profiler import CallbackProfiler
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
+from nbcallback.widgets.overlay import CompareArg, Overlay, check_compare, read_overlay
 from nbcallback.widgets.panels import time_facts
+from nbcallback.widgets.runs import live_settings
+from nbcallback.widgets.sampling import learning_rate
 
 __all__ = ["Dashboard"]
 
@@ -21,6 +25,23 @@ class _TimeBar:
 
     wanted: bool | str
     timed_by: tuple[Any, tuple[str, ...]] | None = None
+
+
+@dataclass
+class _Compared:
+    """The earlier runs to draw under the live one: what ``compare`` named (checked) and, during a run, the
+    :class:`~nbcallback.widgets.overlay.Overlay` read at its start (None: nothing to draw)."""
+
+    wanted: int | tuple[Any, ...] | None
+    overlay: Overlay | None = None
+
+
+@dataclass
+class _Extras:
+    """What a Dashboard shows beside LiveLossPlot's panels and ProgressBar's bars."""
+
+    time_bar: _TimeBar
+    compared: _Compared = field(default_factory=lambda: _Compared(None))
 
 
 class Dashboard(LiveLossPlot):
@@ -40,43 +61,67 @@ class Dashboard(LiveLossPlot):
             saved notebook shows (a notebook only: a terminal prints the profiler itself).  ``'auto'`` (default):
             when the run has a ``CallbackProfiler``; ``True``: the same, with a warning when it has none; ``False``:
             never.
+        compare: earlier runs to draw faint under the live curves, in every panel that has their series, each
+            labelled by what differs from this run (``"lr 0.1"``), with a table of their final metrics whose live
+            row updates: a number N (the last N runs of this notebook, see :func:`~nbcallback.widgets.list_runs`),
+            or runs named by label, file or ``RunRecord`` (one or a list); None or 0 (default): none.  The runs are
+            read once, when the run starts (a file that cannot be read is one warning naming it; the run goes on);
+            the snapshot, the final PNG and the text view keep them.
         **kwargs: the :class:`LiveLossPlot` arguments.
 
     Example::
 
         run = run_in_background(model.fit, 5, train_ds, test_ds, callbacks=[Dashboard()])
         model.fit(2, train_ds, test_ds, callbacks=[CallbackProfiler(), Dashboard()])  # with the time bar
+        model.fit(2, train_ds, test_ds, callbacks=[Dashboard(compare=2)])  # the last two runs, faint
 
-    ``time_panel`` and ``CallbackProfiler`` are nbcallback's own (MindSpore has neither).
+    ``time_panel``, ``compare`` and ``CallbackProfiler`` are nbcallback's own (MindSpore has none of them: it
+    compares runs in MindInsight, a server reading ``SummaryCollector`` files).
     """
 
     _PARTS = frozenset({"progress", "table", "plot", "controls"})
 
-    def __init__(self, display: str = "auto", *, time_panel: bool | str = "auto", **kwargs: Any) -> None:
+    def __init__(self, display: str = "auto", *, time_panel: bool | str = "auto", compare: CompareArg = None,
+                 **kwargs: Any) -> None:
         if time_panel not in ("auto", True, False):
             raise ValueError(f"Dashboard: time_panel must be 'auto', True or False, got {time_panel!r}; 'auto' "
                              "shows where the time goes when a CallbackProfiler is in the run's callbacks")
-        self.time_bar = _TimeBar(time_panel)
+        self.extras = _Extras(_TimeBar(time_panel), _Compared(check_compare(compare)))
         super().__init__(display, **kwargs)
+
+    @property
+    def time_bar(self) -> _TimeBar:
+        """The "where the time goes" bar: wanted, and what times it during a run."""
+        return self.extras.time_bar
 
     @property
     def time_panel(self) -> bool | str:
         """``'auto'``, True or False (see the class arguments)."""
-        return self.time_bar.wanted
+        return self.extras.time_bar.wanted
+
+    @property
+    def compare(self) -> int | tuple[Any, ...] | None:
+        """The earlier runs to compare with, as given (a number, or a tuple of labels, paths and records)."""
+        return self.extras.compared.wanted
+
+    @property
+    def overlay(self) -> Overlay | None:
+        """The earlier runs drawn under the current (or last) run, as read at its start; None: none."""
+        return self.extras.compared.overlay
 
     # ------------------------------------------------------------------ the time bar
 
     def _find_profiler(self, cb_params: Any) -> None:
         """At the start of a run: the CallbackProfiler of the same callbacks list and its rows' labels in the
         list's order (the bar's order and colours), kept in ``time_bar.timed_by`` if the bar is wanted."""
-        self.time_bar.timed_by = None
+        self.extras.time_bar.timed_by = None
         if self.time_panel is False or self._depth > 1 or self.mode not in ("widget", "static", "final"):
             return
         callbacks = cb_params.get("list_callback") or () if hasattr(cb_params, "get") else ()
         profiler = next((cb for cb in callbacks if isinstance(cb, CallbackProfiler)), None)
         if profiler is not None:
             labels = (profiler.label_of(callback) for callback in callbacks)
-            self.time_bar.timed_by = (profiler, tuple(label for label in labels if label))
+            self.extras.time_bar.timed_by = (profiler, tuple(label for label in labels if label))
         elif self.time_panel is True:
             warnings.warn("Dashboard(time_panel=True): the run has no CallbackProfiler, so there is no time to show; "
                           "add one to the callbacks, e.g. callbacks=[CallbackProfiler(), Dashboard(time_panel=True)]",
@@ -93,9 +138,51 @@ class Dashboard(LiveLossPlot):
             return  # the last bar stays until the next refresh
         self.state.set_time(time_facts(rows, wall, self.settings.words, order))
 
+    # ------------------------------------------------------------------ earlier runs
+
+    def _read_compared(self, cb_params: Any) -> None:
+        """At the start of a training run: read the earlier runs ``compare`` names (once; never per step or per
+        refresh), label them by what differs from this run and hand them to the renderer."""
+        compared = self.extras.compared
+        compared.overlay = None
+        if not compared.wanted or self._depth > 1 or self.mode == "off" or not hasattr(cb_params, "get"):
+            return
+        try:
+            settings = live_settings(self, cb_params, lr=learning_rate(cb_params))
+            steps = int(cb_params.get("batch_num") or 0) or None
+            compared.overlay = read_overlay(compared.wanted, settings, steps)
+        except Exception as exc:  # comparing is a convenience: the run goes on without it
+            warnings.warn(f"Dashboard(compare=...): the earlier runs could not be read ({type(exc).__name__}: "
+                          f"{exc}); this run goes on without them.", RuntimeWarning, stacklevel=4)
+            return
+        if compared.overlay is not None:
+            overlay, view = compared.overlay, self._live_view(self._clock())
+            self._guard(lambda: self.renderer.show_runs(overlay, view))
+
+    def _final_png(self) -> tuple[bytes | None, int | None]:
+        """The final plot with the earlier runs drawn faint under the live one (LiveLossPlot's without them)."""
+        overlay = self.extras.compared.overlay
+        data = self.state.plot_data() if overlay is not None and self._wants_png() else None
+        if data is None or not set(data.series) - {"lr"}:
+            return super()._final_png()
+        try:
+            from nbcallback.widgets.plot import drawable, png_size, render_png
+
+            panels = self._panels_for({"metrics": data.metrics, "loss_positive": data.loss_positive,
+                                       "lr_changed": data.lr_changed})
+            png = render_png(panels, data, self.settings.words, overlay=overlay)
+            return png, png_size(len(drawable(panels, data)))[0]
+        except Exception as exc:  # matplotlib missing or broken: the snapshot still goes out
+            warnings.warn(f"nbcallback.widgets.Dashboard: the final plot could not be drawn ({type(exc).__name__}: "
+                          f"{exc}); the rest of the snapshot is shown.", RuntimeWarning, stacklevel=3)
+            return None, None
+
+    # ------------------------------------------------------------------ hooks
+
     def on_train_begin(self, run_context: RunContext) -> None:
         super().on_train_begin(run_context)
         self._find_profiler(run_context.original_args())
+        self._read_compared(run_context.original_args())
 
     def on_eval_begin(self, run_context: RunContext) -> None:
         standalone = self._run.kind is None
@@ -110,4 +197,4 @@ class Dashboard(LiveLossPlot):
     def _finalize(self, exc: BaseException | None) -> None:
         self._take_time()
         super()._finalize(exc)
-        self.time_bar.timed_by = None  # the run's profiler is not kept past its run
+        self.extras.time_bar.timed_by = None  # the run's profiler is not kept past its run

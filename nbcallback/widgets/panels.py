@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from nbcallback.widgets.state import SERIES, TimeFacts, TimeSegment
 from nbcallback.widgets.words import ENGLISH, Words
 
-__all__ = ["COLORS", "STYLES", "TIME_COLORS", "Line", "Panel", "default_panels", "y_range", "is_raw_band",
+__all__ = ["COLORS", "RUN_COLORS", "STYLES", "TIME_COLORS", "Line", "Panel", "default_panels", "y_range", "is_raw_band",
            "time_facts"]
 
 #: Colour slots: a JupyterLab CSS variable (the live view follows the theme) and the colour where there
@@ -31,6 +31,9 @@ COLORS: dict[str, tuple[str, str]] = {
     "m3": ("--jp-error-color1", "#c62828"),
     "m4": ("--jp-info-color1", "#00838f"),
 }
+#: One muted colour per compared run (``Dashboard(compare=...)`` and ``compare()``; the newest run gets the first):
+#: apart from the live lines' slots above, and mid-light, so that a faint line reads on a light and a dark page.
+RUN_COLORS: tuple[str, ...] = ("#ab47bc", "#ec407a", "#26a69a", "#8d6e63", "#78909c", "#c0a000")
 #: ``band``: per-step min/max as a faint area under the smoothed line; ``line``; ``points``: one mark per
 #: evaluation, joined; ``step``: a step function marked where it changes (the learning rate).
 STYLES = ("band", "line", "points", "step")

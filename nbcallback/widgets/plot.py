@@ -19,17 +19,23 @@ import shutil
 import subprocess
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from nbcallback.widgets.panels import COLORS, Line, Panel, is_raw_band, y_range
 from nbcallback.widgets.state import PlotData
+
+if TYPE_CHECKING:
+    from nbcallback.widgets.overlay import Overlay
 from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["drawable", "render_png", "png_size", "warm_up", "cjk_fallback_fonts", "missing_glyphs", "SUBSET_FONT",
-           "SUBSET_FAMILY", "PANEL_WIDTH", "PANEL_HEIGHT"]
+           "SUBSET_FAMILY", "PANEL_WIDTH", "PANEL_HEIGHT", "font_family", "palette_png", "draw_run_line", "style_axes",
+           "MARGINS"]
 
 #: One panel's CSS size in pixels; the PNG has twice as many pixels.
 PANEL_WIDTH, PANEL_HEIGHT = 380, 250
+#: A panel's fixed pixel margins (left, right, top, bottom): ``tight_layout`` would draw the figure twice.
+MARGINS = (58, 16, 46, 42)
 _TEXT, _MUTED, _GRID = "#212121", "#616161", "#e0e0e0"
 #: CJK fonts for glyphs the main font lacks (Chinese titles and metric names), in this order: Debian's
 #: fonts-noto-cjk / fonts-wqy-microhei, macOS's and Windows' own.
@@ -69,6 +75,17 @@ def _font_family() -> list[str]:
 
     _register_subset_font()
     return [*rcParams["font.family"], *cjk_fallback_fonts(), SUBSET_FAMILY]
+
+
+def font_family() -> list[str]:
+    """The fonts every nbcallback figure uses, in fallback order (rcParams' family, installed CJK fonts, the
+    shipped subset): the live run's PNG and :func:`~nbcallback.widgets.compare`'s."""
+    return _font_family()
+
+
+def palette_png(rgba: Any) -> bytes:
+    """A drawn figure's ``canvas.buffer_rgba()`` as the small 128-colour PNG every nbcallback figure is saved as."""
+    return _palette_png(rgba)
 
 
 @functools.lru_cache(maxsize=None)
@@ -165,13 +182,45 @@ def _draw_line(ax: Any, line: Line, data: dict[str, list[Any]], log: bool) -> No
                 color=color, clip_on=False)
 
 
+def draw_run_line(ax: Any, style: str, xs: Sequence[Any], ys: Sequence[Any], color: str, *, faint: bool = False,
+                  log: bool = False, label: str | None = None) -> Any:
+    """One run's line in a panel, the way every picture of compared runs draws it: the smoothed loss (a ``band``)
+    and other lines solid, a ``step`` line as steps, evaluations (``points``) dashed with a mark each.  ``faint``:
+    an earlier run under the live one (``Dashboard(compare=...)``): thinner, translucent, under the live lines;
+    else a run of :func:`~nbcallback.widgets.compare` at full strength.  Returns the matplotlib line."""
+    width = 1.1 if faint else 1.5
+    style_of: dict[str, Any] = {"linewidth": width}
+    if style == "points":
+        style_of = {"linewidth": width * 0.75, "linestyle": (0, (4, 2)), "marker": "o",
+                    "markersize": 3 if faint else 4, "clip_on": False}
+    elif style == "step":
+        style_of["drawstyle"] = "steps-post"
+    if faint:
+        style_of.update(alpha=0.7, zorder=1.5)
+    return ax.plot(_floats(xs), _floats(ys, log), color=color, label=label, **style_of)[0]
+
+
+def style_axes(ax: Any, title: str, xlabel: str, family: Sequence[str]) -> None:
+    """A panel's title, x label, grid, ticks and spines, as every nbcallback figure draws them."""
+    text = {"fontfamily": list(family)}
+    ax.set_title(title, fontsize=11, color=_TEXT, loc="left", pad=18, **text)
+    ax.set_xlabel(xlabel, fontsize=9.5, color=_MUTED, **text)
+    ax.grid(True, color=_GRID, linewidth=0.7)
+    ax.tick_params(labelsize=9.5, colors=_MUTED)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.spines[["left", "bottom"]].set_color(_GRID)
+
+
 def drawable(panels: Sequence[Panel], data: PlotData) -> list[Panel]:
     """The panels with data to draw, in order (the final PNG shows these)."""
     return [panel for panel in panels if any(line.key in data.series for line in panel.lines)]
 
 
-def render_png(panels: Sequence[Panel], data: PlotData, words: Words = ENGLISH) -> bytes | None:
-    """The panels that have data as a PNG (``None`` when none has)."""
+def render_png(panels: Sequence[Panel], data: PlotData, words: Words = ENGLISH,
+               overlay: Overlay | None = None) -> bytes | None:
+    """The panels that have data as a PNG (``None`` when none has); ``overlay``: earlier runs drawn faint under the
+    live lines (:mod:`~nbcallback.widgets.overlay`), the y and x ranges grown to them, their labels in a legend
+    above the panels."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -179,36 +228,56 @@ def render_png(panels: Sequence[Panel], data: PlotData, words: Words = ENGLISH) 
     if not shown:
         return None
     width, height = png_size(len(shown))
-    fig = Figure(figsize=(width / 100, height / 100), dpi=200, facecolor="white")
+    strip = _strip_height(overlay, len(shown))
+    fig = Figure(figsize=(width / 100, (height + strip) / 100), dpi=200, facecolor="white")
     FigureCanvasAgg(fig)
     family = _font_family()
     texts = [words("axis_step"), *(panel.title for panel in shown),
-             *(line.label for panel in shown for line in panel.lines if data.series.get(line.key, {}).get("x"))]
+             *(line.label for panel in shown for line in panel.lines if data.series.get(line.key, {}).get("x")),
+             *(run.label for run in (overlay.runs if overlay is not None else ()))]
     missing = missing_glyphs(texts, family)
     if missing and _refresh_cjk_fonts():  # a CJK font installed since matplotlib's font cache was built
         family = _font_family()
         missing = missing_glyphs(texts, family)
     with warnings.catch_warnings():  # one note below, not one warning per glyph
         warnings.filterwarnings("ignore", message=_GLYPH_WARNING, category=UserWarning)
-        png = _draw(fig, shown, data, words, family, width, height)
+        png = _draw(fig, shown, data, words, family, width, height, overlay)
     if missing:
         _warn_missing(missing)
     return png
 
 
+def _strip_height(overlay: Overlay | None, panels: int) -> int:
+    """The height of the compared runs' legend above the panels (0 without an overlay)."""
+    if overlay is None or not overlay.runs:
+        return 0
+    return 24 * math.ceil(len(overlay.runs) / _per_row(overlay, panels)) + 6
+
+
+def _per_row(overlay: Overlay, panels: int) -> int:
+    return max(1, min(len(overlay.runs), 2 * min(panels, 3)))
+
+
 def _draw(fig: Any, shown: Sequence[Panel], data: PlotData, words: Words, family: list[str], width: int,
-          height: int) -> bytes:
+          height: int, overlay: Overlay | None = None) -> bytes:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    text = {"fontfamily": family}
     legend_font = {"family": family, "size": 9.5}
-    left, right, top, bottom = 58, 16, 46, 42  # fixed pixel margins: ``tight_layout`` draws the figure twice
+    left, right, top, bottom = MARGINS
+    total = height + _strip_height(overlay, len(shown))
+    x_lo, x_hi = data.x_range[0], max(data.x_range[1], data.x_range[0] + 1)
+    spread = overlay.x_extent() if overlay is not None else None
+    if spread is not None:
+        x_lo, x_hi = min(x_lo, spread[0]), max(x_hi, spread[1])
+    handles: dict[str, Any] = {}
     for index, panel in enumerate(shown):
         x0 = (index % 3) * PANEL_WIDTH + left
         y0 = height - (index // 3 + 1) * PANEL_HEIGHT + bottom
-        box = [x0 / width, y0 / height, (PANEL_WIDTH - left - right) / width, (PANEL_HEIGHT - top - bottom) / height]
+        box = [x0 / width, y0 / total, (PANEL_WIDTH - left - right) / width, (PANEL_HEIGHT - top - bottom) / total]
         ax = fig.add_axes(box, facecolor="white")
         limits = y_range(panel, data.series)
+        if overlay is not None:  # (the widget's rule too: overlay.combined_range)
+            limits = overlay.grow(limits, panel)
         if panel.scale == "log":  # labelled 0.01, 0.02, 0.05 ...: no 10^x notation, no crowded minor labels
             ax.set_yscale("log")
             decades = math.log10(limits[1] / limits[0]) if limits else 3.0
@@ -216,24 +285,31 @@ def _draw(fig: Any, shown: Sequence[Panel], data: PlotData, words: Words, family
             ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs, numticks=20))
             ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:.3g}"))
             ax.yaxis.set_minor_formatter(NullFormatter())
+        log = panel.scale == "log"
+        for run in overlay.runs if overlay is not None else ():  # under the live lines
+            for line in panel.lines:
+                cols = run.series.get(line.key)
+                if cols and cols["x"]:
+                    drawn = draw_run_line(ax, line.style, cols["x"], cols["y"], run.color, faint=True, log=log)
+                    if line.style != "points":
+                        handles.setdefault(run.label, drawn)
         for line in panel.lines:
             if data.series.get(line.key, {}).get("x"):
-                _draw_line(ax, line, data.series[line.key], panel.scale == "log")
+                _draw_line(ax, line, data.series[line.key], log)
         for mark in data.epoch_marks:
             ax.axvline(mark, color=_MUTED, linewidth=0.8, linestyle=(0, (2, 3)), zorder=0)
-        ax.set_xlim(data.x_range[0], max(data.x_range[1], data.x_range[0] + 1))
+        ax.set_xlim(x_lo, x_hi)
         if limits is not None and limits[0] < limits[1]:
             ax.set_ylim(*limits)
-        ax.set_title(panel.title, fontsize=11, color=_TEXT, loc="left", pad=18, **text)
-        ax.set_xlabel(words("axis_step"), fontsize=9.5, color=_MUTED, **text)
-        ax.grid(True, color=_GRID, linewidth=0.7)
-        ax.tick_params(labelsize=9.5, colors=_MUTED)
-        ax.spines[["top", "right"]].set_visible(False)
-        ax.spines[["left", "bottom"]].set_color(_GRID)
-        handles, labels = ax.get_legend_handles_labels()
-        if handles:  # above the data area, right-aligned: never over a line
-            ax.legend(handles, labels, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(handles),
-                      frameon=False, borderaxespad=0.2, handlelength=1.6, prop=legend_font)
+        style_axes(ax, panel.title, words("axis_step"), family)
+        live = [(h, l) for h, l in zip(*ax.get_legend_handles_labels()) if l and not l.startswith("_")]
+        if live:  # above the data area, right-aligned: never over a line
+            ax.legend([h for h, _ in live], [l for _, l in live], loc="lower right", bbox_to_anchor=(1.0, 1.0),
+                      ncol=len(live), frameon=False, borderaxespad=0.2, handlelength=1.6, prop=legend_font)
+    if overlay is not None and handles:  # the earlier runs, named by what differs, above the panels
+        fig.legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=(left / width, 1 - 4 / total),
+                   ncol=_per_row(overlay, len(shown)), frameon=False, prop=legend_font, handlelength=1.8,
+                   columnspacing=1.6, borderaxespad=0)
     fig.canvas.draw()
     return _palette_png(fig.canvas.buffer_rgba())
 

@@ -14,12 +14,13 @@ from typing import Any
 from nbcallback.widgets.format import (
     bars, is_numeric_cell, lr_note, run_summary, share_percent, short_seconds, status_line, table, text_table,
 )
-from nbcallback.widgets.panels import TIME_COLORS
-from nbcallback.widgets.render_text import time_text
+from nbcallback.widgets.overlay import Overlay, compare_table
+from nbcallback.widgets.panels import COLORS, TIME_COLORS
+from nbcallback.widgets.render_text import compare_text, time_text
 from nbcallback.widgets.state import TimeFacts, View
 from nbcallback.widgets.words import ENGLISH, Words
 
-__all__ = ["fragment", "payload", "snapshot_bundle", "plot_bundle", "time_html"]
+__all__ = ["fragment", "payload", "snapshot_bundle", "plot_bundle", "time_html", "compare_html"]
 
 _FONT = (
     "font-family:var(--jp-ui-font-family,var(--vscode-font-family,system-ui,sans-serif));"
@@ -112,12 +113,38 @@ def _table_html(view: View, words: Words, caption: str, inline: bool) -> str:
                 _INLINE["table"] if inline else "")
 
 
+def compare_html(overlay: Overlay, view: View, words: Words = ENGLISH, inline: bool = False) -> str:
+    """The compared runs' final metrics as one small table (``Dashboard(compare=...)``): the live run's row first (it
+    changes at each refresh), then the earlier runs, each with the colour swatch of its faint curves; hovering a row
+    names the run.  ``inline``: with the snapshot's inline styles."""
+    header, rows, colors = compare_table(overlay, view, words)
+    names = [words("compare_this_run"), *(run.hover for run in overlay.runs)]
+    cell_style = _INLINE["cell"] if inline else ""
+    first_style = cell_style + ";text-align:left" if inline else ""  # the runs' names: left, the numbers right
+
+    def swatch(color: str) -> str:
+        fill = f"var({COLORS[color][0]},{COLORS[color][1]})" if color in COLORS else color
+        return (f'<span class="nbc-swatch" style="display:inline-block;width:14px;height:3px;margin-right:6px;'
+                f'vertical-align:middle;background:{fill}{"" if color in COLORS else ";opacity:.8"}"></span>')
+
+    head = "<tr>" + "".join(_tag("th", "" if j == 0 else "num", escape(text), first_style if j == 0 else cell_style)
+                            for j, text in enumerate(header)) + "</tr>"
+    body = ""
+    for k, (cells, color, name) in enumerate(zip(rows, colors, names)):
+        tds = "".join(_tag("td", "" if j == 0 else "num", (swatch(color) if j == 0 else "") + escape(text),
+                           first_style if j == 0 else cell_style) for j, text in enumerate(cells))
+        live = (' data-live="1"' + (' style="font-weight:600"' if inline else "")) if k == 0 else ""
+        body += f'<tr class="nbc-run"{live} title="{escape(name)}">{tds}</tr>'
+    style = _INLINE["table"] if inline else ""
+    return _tag("table", "table nbc-compare", f"<thead>{head}</thead><tbody>{body}</tbody>", style)
+
+
 def fragment(view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, words: Words = ENGLISH,
-             inline: bool = False) -> dict[str, str]:
-    """The picture's HTML in two pieces: ``head`` (the bars with ``progress`` in ``parts``; the status line, its lr
-    note and the ``hint`` on how to stop, unless ``status`` is False: left to another callback beside this one) and
-    ``table`` (the metrics table with ``progress`` or ``table`` in ``parts``; '' without rows).  ``inline``: with
-    the snapshot's inline styles."""
+             inline: bool = False, overlay: Overlay | None = None) -> dict[str, str]:
+    """The picture's HTML in three pieces: ``head`` (the bars with ``progress`` in ``parts``; the status line, its lr
+    note and the ``hint`` on how to stop, unless ``status`` is False: left to another callback beside this one),
+    ``table`` (the metrics table with ``progress`` or ``table`` in ``parts``; '' without rows) and, with an
+    ``overlay``, ``compare`` (:func:`compare_html`).  ``inline``: with the snapshot's inline styles."""
     head = _bars_html(view, words, inline) if "progress" in parts else ""
     head += _status_html(view, words, hint, status, inline)
     grid = ""
@@ -126,29 +153,35 @@ def fragment(view: View, parts: frozenset[str], *, hint: str = "", status: bool 
         if view.rows_total > len(view.rows) + view.rows_omitted:
             caption = words("last_rows", shown=len(view.rows), total=view.rows_total)
         grid = _table_html(view, words, caption, inline)
-    return {"head": head, "table": grid}
+    if overlay is None or not overlay.runs:
+        return {"head": head, "table": grid}
+    return {"head": head, "table": grid, "compare": compare_html(overlay, view, words, inline)}
 
 
 def payload(
-    view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, words: Words = ENGLISH
+    view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, words: Words = ENGLISH,
+    overlay: Overlay | None = None,
 ) -> dict[str, Any]:
     """The live widget's ``view`` (without series and controls): ``state`` (the run's status, for the controls) and
     ``html`` (:func:`fragment`, which the front end inserts as it is)."""
-    return {"state": view.status, "html": fragment(view, parts, hint=hint, status=status, words=words)}
+    html = fragment(view, parts, hint=hint, status=status, words=words, overlay=overlay)
+    return {"state": view.status, "html": html}
 
 
 def snapshot_bundle(
-    view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True, words: Words = ENGLISH
+    view: View, parts: frozenset[str], has_plot: bool = False, *, status: bool = True, words: Words = ENGLISH,
+    overlay: Overlay | None = None,
 ) -> dict[str, str]:
     """The mime bundle that replaces the live view at the end of a run (the plot comes separately).
 
-    ``text/html``: bars, status, error, the whole (capped) table and a summary line, inline-styled.
-    ``text/plain`` (terminals, nbval, viewers without HTML): the summary, the last rows and where the plot is.
+    ``text/html``: bars, status, error, the whole (capped) table, the compared runs' table (with an ``overlay``)
+    and a summary line, inline-styled.  ``text/plain`` (terminals, nbval, viewers without HTML): the summary, the
+    last rows, the compared runs and where the plot is.
     """
     shown = parts | ({"table"} if "progress" in parts else set())
-    html = fragment(view, shown, status=status, words=words, inline=True)
+    html = fragment(view, shown, status=status, words=words, inline=True, overlay=overlay)
     summary = run_summary(view, words)
-    blocks = html["head"] + html["table"]
+    blocks = html["head"] + html["table"] + html.get("compare", "")
     if status:
         blocks += f'<div style="opacity:.7;font-size:12px">{escape(summary)}</div>'
     lines = [summary] + [text for text in (view.error, lr_note(view, words)) if text]
@@ -157,6 +190,8 @@ def snapshot_bundle(
         lines += text_table(dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0), words)
         if view.rows_total > len(rows):
             lines.append(words("last_rows_text", shown=len(rows), total=view.rows_total))
+    if overlay is not None and overlay.runs:
+        lines += compare_text(overlay, view, words)
     if has_plot:
         lines.append(words("plot_below"))
     return {"text/html": f'<div class="nbc-snapshot" style="{_FONT}">{blocks}</div>',

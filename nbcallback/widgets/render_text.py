@@ -13,10 +13,11 @@ from nbcallback.widgets.format import (
     display_width, duration, metric, number, progress_parts, run_summary, share_percent, short_seconds, shown_loss,
     text_table,
 )
+from nbcallback.widgets.overlay import Overlay, compare_table
 from nbcallback.widgets.state import TimeFacts, View
 from nbcallback.widgets.words import ENGLISH, Words
 
-__all__ = ["TTYRenderer", "LogRenderer", "time_text"]
+__all__ = ["TTYRenderer", "LogRenderer", "time_text", "compare_text"]
 
 
 class _TextBase:
@@ -30,12 +31,18 @@ class _TextBase:
         self.words = words
         self._stream = stream
         self.plot_note: str | None = None  # a plot alone: the line about its PNG (where it was saved)
+        self.overlay: Overlay | None = None  # the earlier runs a Dashboard compares with (listed at start and end)
 
     def open(self, view: View, state: Any = None, status: bool = True) -> None:
         """Nothing to open: the first line comes with the first update (a terminal renderer overrides it)."""
 
     def abort(self) -> None:
         """Nothing to close (a terminal renderer ends its line)."""
+
+    def show_runs(self, overlay: Overlay, view: View) -> None:
+        """The earlier runs a ``Dashboard(compare=...)`` compares with: listed once, with their final metrics."""
+        self.overlay = overlay
+        self._write("\n".join(compare_text(overlay, None, self.words)) + "\n")
 
     @property
     def stream(self) -> TextIO:
@@ -77,14 +84,18 @@ class _TextBase:
         self._line(" · ".join(bits + [duration(view.elapsed)]))
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        """The run summary (and the metrics table); for a plot alone, where its PNG was saved."""
+        """The run summary (the metrics table, the compared runs); for a plot alone, where its PNG was saved."""
         if not self.parts & {"progress", "table"}:  # the progress callbacks print the summary
             self._line(self.plot_note or self.words("text_plot_none"))
+            if self.overlay is not None:
+                self._write("\n".join(compare_text(self.overlay, view, self.words)) + "\n")
             return
         self._line(run_summary(view, self.words))
         rest = [view.error] if view.error else []
         if view.rows and "table" in self.parts:
             rest += text_table(view, self.words)
+        if self.overlay is not None:
+            rest += compare_text(self.overlay, view, self.words)
         if rest:
             self._write("\n".join(rest) + "\n")
 
@@ -232,3 +243,18 @@ def time_text(time: TimeFacts, words: Words = ENGLISH) -> str:
     """The bar in one line: ``where the time goes (wall time 12.31 s): train step 71.3 %, loop 20.1 %, ...``."""
     parts = words("list_separator").join(f"{seg.label} {share_percent(seg.share)}" for seg in time.segments)
     return words("time_text", wall=words("time_wall", time=short_seconds(time.wall_s)), parts=parts)
+
+
+def compare_text(overlay: Overlay, view: View | None, words: Words = ENGLISH) -> list[str]:
+    """The compared runs and their final metrics as text lines: a heading, then a table (with ``view``: the live
+    run's row first)."""
+    header, rows, _colors = compare_table(overlay, view, words)
+    table = [header, *rows]
+    widths = [max(display_width(row[j]) for row in table) for j in range(len(header))]
+
+    def pad(text: str, j: int) -> str:
+        room = " " * (widths[j] - display_width(text))
+        return text + room if j == 0 else room + text
+
+    lines = ["  ".join(pad(cell, j) for j, cell in enumerate(row)).rstrip() for row in table]
+    return [words("compare_text", count=len(overlay.runs)), *("  " + line for line in lines)]

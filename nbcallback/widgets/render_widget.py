@@ -15,6 +15,7 @@ import traitlets
 
 from nbcallback.widgets import env
 from nbcallback.widgets.controls import BusyStatus, release_comm_routing, valid_lr
+from nbcallback.widgets.overlay import Overlay, combined_range
 from nbcallback.widgets.panels import COLORS, Panel, y_range
 from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle, time_html
 from nbcallback.widgets.render_text import time_text
@@ -33,13 +34,16 @@ _EMPTY_ESM = "export default {};"
 class DashboardWidget(anywidget.AnyWidget):
     """The live view: the kernel syncs ``spec`` (the panels) and ``view`` (everything, when the widget opens or a page
     says ``hello``: the bars, status and table as HTML, the series, the panels' y ranges, the controls' state) and
-    sends each refresh's news as a ``{"type": "view"}`` message; the page sends ``stop``, ``lr``
-    and ``hello``, maybe on a kernel subshell's thread while the run trains: the handlers only store the request."""
+    sends each refresh's news as a ``{"type": "view"}`` message; ``compare`` (the earlier runs a
+    ``Dashboard(compare=...)`` draws faint: ``Overlay.to_json``) is set once, at the run's start.  The page sends
+    ``stop``, ``lr`` and ``hello``, maybe on a kernel subshell's thread while the run trains: the handlers only store
+    the request."""
 
     _esm = STATIC / "dashboard.js"
     _css = STATIC / "dashboard.css"
     spec = traitlets.Dict().tag(sync=True)
     view = traitlets.Dict().tag(sync=True)
+    compare = traitlets.Dict().tag(sync=True)
 
     def __init__(
         self, on_stop: Callable[[], None] | None = None, on_lr: Callable[[float], None] | None = None, **kwargs: Any
@@ -100,6 +104,7 @@ class WidgetRenderer(NullRenderer):
     _marimo: Any = field(default=None, init=False)
     _cursors: dict[str, Any] | None = field(default=None, init=False)
     _panels_json: tuple[list[Panel], list[dict[str, Any]]] | None = field(default=None, init=False)
+    overlay: Overlay | None = field(default=None, init=False)
     text_interval = 1 / 3  # 3 Hz: under the 4 Hz cap, well within the 0.5 s floor when a check comes late
 
     @property
@@ -121,6 +126,13 @@ class WidgetRenderer(NullRenderer):
             marimo.output.replace(marimo.ui.anywidget(self.widget))
         else:
             self._handle = IPython.display.display(self.widget, display_id=True)
+
+    def show_runs(self, overlay: Overlay, view: View) -> None:
+        """Draw ``overlay`` under the live curves: its lines go to the page once, as the widget's ``compare`` trait
+        (a view opened later gets it with the rest of the state); the refreshes send only its table's HTML."""
+        self.overlay = overlay
+        if self.widget is not None and "plot" in self.parts:
+            self.widget.compare = overlay.to_json()
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:
         """Send what is new as a custom message (every view of the widget merges it); after a page's ``hello``,
@@ -144,7 +156,8 @@ class WidgetRenderer(NullRenderer):
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """The new ``spec`` (None when the panels and the x range are unchanged) and the ``view``: the series from
         the start when ``full``, else what the page lacks."""
-        data = payload(view, self.parts, hint=self.hint, status=status, words=self.words)
+        overlay = self.overlay
+        data = payload(view, self.parts, hint=self.hint, status=status, words=self.words, overlay=overlay)
         if view.time is not None:
             data["time"] = time_html(view.time, self.words)
         if "controls" in self.parts:
@@ -156,7 +169,8 @@ class WidgetRenderer(NullRenderer):
             data["series"] = plot["series"]
             shown = self.panels_for(plot) if self.panels_for else []
             # The y ranges: the PNG's rule, from the extremes the series keep (not every point at each refresh).
-            data["y_ranges"] = state.read_series(lambda series: [y_range(panel, series) for panel in shown])
+            data["y_ranges"] = state.read_series(lambda series: [combined_range(y_range(panel, series), panel, overlay)
+                                                                 for panel in shown])
         if self._panels_json is None or self._panels_json[0] is not shown:  # the callback keeps its list until the
             self._panels_json = (shown, [panel.to_json() for panel in shown])  # panels change
         panels = self._panels_json[1]
@@ -174,7 +188,8 @@ class WidgetRenderer(NullRenderer):
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
         widget, self.widget = self.widget, None
-        snapshot = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, words=self.words)
+        snapshot = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, words=self.words,
+                                   overlay=self.overlay)
         bundle = with_time(snapshot, view, self.words)
         image, metadata = plot_bundle(view, png, css_width, self.words)
         try:
@@ -220,6 +235,12 @@ class StaticRenderer(NullRenderer):
         self.words = words
         self._handle: Any = None
         self._plot_handle: Any = None
+        self.overlay: Overlay | None = None
+
+    def show_runs(self, overlay: Overlay, view: View) -> None:
+        """The earlier runs a ``Dashboard(compare=...)`` compares with: their table from now on (the final PNG draws
+        their curves)."""
+        self.overlay = overlay
 
     def open(self, view: View, state: TrainingState, status: bool = True) -> None:
         if self.live:
@@ -231,11 +252,12 @@ class StaticRenderer(NullRenderer):
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:
         if self._handle is not None:
-            bundle = snapshot_bundle(view, self.parts, status=status, words=self.words)
+            bundle = snapshot_bundle(view, self.parts, status=status, words=self.words, overlay=self.overlay)
             self._handle.update(with_time(bundle, view, self.words), raw=True)
 
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None:
-        snapshot = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, words=self.words)
+        snapshot = snapshot_bundle(view, self.parts, has_plot=png is not None, status=status, words=self.words,
+                                   overlay=self.overlay)
         bundle = with_time(snapshot, view, self.words)
         image, metadata = plot_bundle(view, png, css_width, self.words)
         if self._handle is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol, TextIO
 
 from nbcallback.widgets.env import describe_frontend_support, host, kernel_supports_subshells
+from nbcallback.widgets.overlay import Overlay
 from nbcallback.widgets.panels import Panel
 from nbcallback.widgets.render_text import LogRenderer, TTYRenderer
 from nbcallback.widgets.state import View
@@ -38,6 +39,10 @@ class Renderer(Protocol):
     def abort(self) -> None:
         """The display failed: close what is open (never raises)."""
 
+    def show_runs(self, overlay: Overlay, view: View) -> None:
+        """The earlier runs a ``Dashboard(compare=...)`` draws under this one, given once at the run's start
+        (after ``open``): kept for the refreshes and the end."""
+
 
 class NullRenderer:
     """Shows nothing (``display='off'``, non-zero ranks); the base of the widget renderers."""
@@ -50,6 +55,7 @@ class NullRenderer:
     def event(self, kind: str, view: View) -> None: ...
     def finish(self, view: View, png: bytes | None, status: bool = True, css_width: int | None = None) -> None: ...
     def abort(self) -> None: ...
+    def show_runs(self, overlay: Overlay, view: View) -> None: ...
 
 
 def choose_renderer(

@@ -33,12 +33,16 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from nbcallback.paths import cache_home, run_dir
-from nbcallback.widgets.panels import default_panels
+from nbcallback.widgets.panels import RUN_COLORS, default_panels
+from nbcallback.widgets.plot import (
+    MARGINS, PANEL_HEIGHT, PANEL_WIDTH, draw_run_line, font_family, palette_png, png_size, style_axes,
+)
 from nbcallback.widgets.words import Words
 
 __all__ = ["FORMAT", "VERSION", "STORED_POINTS", "RunMemo", "RunRecord", "RunFileError", "Comparison",
            "current_notebook", "records_dir", "settings_of", "remember_run", "save_run", "list_runs", "load_run",
-           "delete_runs", "label_by_difference", "labels_for", "compare"]
+           "delete_runs", "label_by_difference", "labels_for", "compare", "skip_unreadable",
+           "status_word", "live_settings", "last_runs"]
 
 #: The ``format`` field of every run record.
 FORMAT = "nbcallback-run"
@@ -338,6 +342,12 @@ def _memo_of(callback: Any, cb_params: Any) -> RunMemo:
     return RunMemo(label, notes, all(memo.remember for memo in memos))
 
 
+def live_settings(callback: Any, cb_params: Any, *, lr: float | None = None) -> dict[str, Any]:
+    """The settings of the run ``callback`` (a display callback) starts to show, as its record will keep them
+    (:func:`settings_of` with the run's notes): what a ``Dashboard(compare=...)`` labels earlier runs against."""
+    return settings_of(cb_params, lr=lr, notes=_memo_of(callback, cb_params).notes)
+
+
 #: The cb_params key that marks a run as remembered (several display callbacks end the same run).
 _SAVED_KEY = "_nbcallback_run_record"
 
@@ -422,8 +432,20 @@ def _read(path: Path) -> RunRecord:
     return RunRecord.from_json(data, path)
 
 
-def _skip(error: RunFileError) -> None:
+def skip_unreadable(error: RunFileError) -> None:
+    """The one warning for a run file that cannot be read: it names the file, says it is skipped and left where it
+    is (every reader of records warns the same way)."""
     warnings.warn(f"{error} (skipped; the file is left as it is)", RuntimeWarning, stacklevel=3)
+
+
+_skip = skip_unreadable
+
+_STATUS_WORDS = ("starting", "running", "finished", "stopped", "interrupted", "error")
+
+
+def status_word(status: str, words: Words) -> str:
+    """A run's status as a table of runs says it (``'finished'``; ``已完成`` in Chinese)."""
+    return words(f"compare_status_{status}") if status in _STATUS_WORDS else status
 
 
 def list_runs(notebook: str | None = None) -> list[RunRecord]:
@@ -443,6 +465,23 @@ def list_runs(notebook: str | None = None) -> list[RunRecord]:
         except RunFileError as error:
             _skip(error)
     return sorted(records, key=lambda record: (record.ended, str(record.path)))
+
+
+def last_runs(count: int, notebook: str | None = None) -> list[RunRecord]:
+    """The last ``count`` remembered runs of ``notebook`` (None: this one), oldest first, as ``list_runs()[-count:]``
+    gives them, reading only those files: the newest by file name (a record's name is the time its run ended),
+    going back past a file that cannot be read (skipped with the same one-line warning)."""
+    folder = records_dir(notebook)
+    paths = sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() and count > 0 else []
+    found: list[RunRecord] = []
+    for path in paths:
+        try:
+            found.append(_read(path))
+        except RunFileError as error:
+            _skip(error)
+        if len(found) == count:
+            break
+    return sorted(found, key=lambda record: (record.ended, str(record.path)))
 
 
 def load_run(path_or_label: RunRef, notebook: str | None = None) -> RunRecord:
@@ -591,8 +630,8 @@ def labels_for(settings: Sequence[Mapping[str, Any]]) -> list[str]:
 # ---------------------------------------------------------------------------------------------- compare
 
 
-#: One colour per run (the newest run gets the first); colour-blind safe (Okabe-Ito), readable on white.
-_RUN_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442")
+#: One colour per run (the newest run gets the first): the colours a Dashboard's overlay gives earlier runs.
+_RUN_COLORS = RUN_COLORS
 
 
 @dataclasses.dataclass
@@ -638,8 +677,6 @@ class Comparison:
             rows.append(f"<tr>{cells}</tr>")
         picture = ""
         if self.png is not None:
-            from nbcallback.widgets.plot import png_size
-
             width = png_size(self._panels)[0]
             picture = (f'<img alt="compared runs" style="width:{width}px;max-width:100%" '
                        f'src="data:image/png;base64,{base64.b64encode(self.png).decode("ascii")}"><br>')
@@ -671,11 +708,11 @@ def _final_table(records: Sequence[RunRecord], labels: Sequence[str], words: Wor
     def number(value: Any) -> str:
         return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
-    header = ["run", "status", words("col_epoch"), words("panel_loss"), *metrics]
+    header = [words("compare_run"), words("compare_status"), words("col_epoch"), words("panel_loss"), *metrics]
     rows = [header]
     for record, label in zip(records, labels):
         final = record.final
-        rows.append([label, record.status, str(final.get("epochs_done", "—")), number(final.get("loss")),
+        rows.append([label, status_word(record.status, words), str(final.get("epochs_done", "—")), number(final.get("loss")),
                      *(number((final.get("metrics") or {}).get(name)) for name in metrics)])
     return rows
 
@@ -734,10 +771,8 @@ def _draw_runs(records: Sequence[RunRecord], labels: Sequence[str], words: Words
     figure, count = _figure(records, labels, words)
     if figure is None:
         return None, 0
-    from nbcallback.widgets.plot import _palette_png
-
     figure.canvas.draw()
-    return _palette_png(figure.canvas.buffer_rgba()), count
+    return palette_png(figure.canvas.buffer_rgba()), count
 
 
 def _figure(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -> tuple[Any, int]:
@@ -745,8 +780,6 @@ def _figure(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -
     matplotlib line per run and panel line with data, in panel-line order, runs newest first."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from nbcallback.widgets.plot import PANEL_HEIGHT, PANEL_WIDTH, _font_family, png_size
 
     panels = _compare_panels(records, words)
     if not panels:
@@ -758,9 +791,8 @@ def _figure(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -
     height = grid_height + strip
     fig = Figure(figsize=(width / 100, height / 100), dpi=200, facecolor="white")
     FigureCanvasAgg(fig)
-    family = _font_family()
-    text = {"fontfamily": family}
-    left, right, top, bottom = 58, 16, 46, 42
+    family = font_family()
+    left, right, top, bottom = MARGINS
     order = list(range(len(records)))[::-1]  # the newest run drawn last, on top
     handles: dict[int, Any] = {}
     with warnings.catch_warnings():
@@ -781,16 +813,10 @@ def _figure(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -
                     ys = [math.nan if y is None else float(y) for y in cols["y"]]
                     positive = positive and all(y > 0 for y in ys if not math.isnan(y))
                     color = _RUN_COLORS[(len(records) - 1 - run) % len(_RUN_COLORS)]
-                    style: dict[str, Any] = {"linewidth": 1.5}
-                    if line.style == "points":  # evaluations: dashed, one mark each
-                        style = {"linewidth": 1.1, "linestyle": (0, (4, 2)), "marker": "o", "markersize": 4,
-                                 "clip_on": False}
-                    elif line.style == "step":
-                        style["drawstyle"] = "steps-post"
-                    drawn = ax.plot(xs, ys, color=color, **style)
+                    drawn = draw_run_line(ax, line.style, xs, ys, color)
                     if line.style != "points":
-                        handles.setdefault(run, drawn[0])
-            _axes_style(ax, panel, positive, words("col_epoch") if scales else words("axis_step"), text)
+                        handles.setdefault(run, drawn)
+            _axes_style(ax, panel, positive, words("col_epoch") if scales else words("axis_step"), family)
         runs = sorted(handles, reverse=True)  # newest first, as the colours go
         if runs:
             fig.legend([handles[run] for run in runs], [labels[run] for run in runs], loc="upper left",
@@ -799,7 +825,7 @@ def _figure(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -
     return fig, len(panels)
 
 
-def _axes_style(ax: Any, panel: Any, positive: bool, xlabel: str, text: dict[str, Any]) -> None:
+def _axes_style(ax: Any, panel: Any, positive: bool, xlabel: str, family: Sequence[str]) -> None:
     """A panel's scale, title, labels and grid, as the final plot draws them."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -810,9 +836,4 @@ def _axes_style(ax: Any, panel: Any, positive: bool, xlabel: str, text: dict[str
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs, numticks=20))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:.3g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_title(panel.title, fontsize=11, color="#212121", loc="left", pad=18, **text)
-    ax.set_xlabel(xlabel, fontsize=9.5, color="#616161", **text)
-    ax.grid(True, color="#e0e0e0", linewidth=0.7)
-    ax.tick_params(labelsize=9.5, colors="#616161")
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.spines[["left", "bottom"]].set_color("#e0e0e0")
+    style_axes(ax, panel.title, xlabel, family)

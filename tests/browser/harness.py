@@ -209,6 +209,7 @@ class LabServer:
             JUPYTER_DATA_DIR=str(self.workdir / "data"),
             IPYTHONDIR=str(self.workdir / "ipython"),
             JUPYTER_PLATFORM_DIRS="1",
+            XDG_CACHE_HOME=str(self.workdir / "cache"),  # the runs the kernels remember stay in the test's folder
             OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
             PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
         )
@@ -679,6 +680,22 @@ trainer.fit(2, datapipe(path / "train", 64, num_samples=640), datapipe(path / "t
             callbacks=[trace, LossMonitor(10), StopEarly()])
 report("hook_trace", hooks=len(trace.hooks))
 trace
+''',
+    "compare": '''\
+import io
+
+for lr in (0.1, 0.002):  # two runs to compare with (each remembered when it ends), shown as text
+    new_trainer(lr).fit(2, train_slice, test_slice,
+                        callbacks=[Dashboard(display="text", file=io.StringIO()), Gate("compare-none", at=10**9)])
+dashboard = Dashboard(compare=2)  # the last two runs of this notebook, faint under this one
+trainer = new_trainer(0.02)
+try:
+    trainer.fit(2, train_slice, test_slice, callbacks=[dashboard, Gate("compare", at=250)])
+finally:
+    runs = dashboard.overlay.runs if dashboard.overlay is not None else ()
+    Path("compare-final.png").write_bytes(dashboard.last_png or b"")
+    report("compare", dashboard, labels=[run.label for run in runs], hovers=[run.hover for run in runs],
+           colors=[run.color for run in runs])
 ''',
 }
 

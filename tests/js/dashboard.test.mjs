@@ -314,11 +314,12 @@ test("shownBoxes: the time bar shows only when the view has its HTML; the other 
   const { shownBoxes } = await import("../../nbcallback/widgets/static/dashboard.js");
   const all = ["controls", "plot", "progress", "table"];
   assert.deepEqual(shownBoxes(all, { controls: { enabled: true } }),
-    { controls: true, panels: true, metrics: true, time: false });
+    { controls: true, panels: true, metrics: true, compare: false, time: false });
   assert.equal(shownBoxes(all, { time: '<div class="nbc-time"></div>' }).time, true);
   assert.equal(shownBoxes(all, { time: "" }).time, false);
   for (const bad of [null, undefined, 3, {}]) assert.equal(shownBoxes(all, { time: bad }).time, false);
-  assert.deepEqual(shownBoxes(["progress"], {}), { controls: false, panels: false, metrics: false, time: false });
+  assert.deepEqual(shownBoxes(["progress"], {}),
+    { controls: false, panels: false, metrics: false, compare: false, time: false });
   assert.equal(shownBoxes(undefined, undefined).time, false);
 });
 

@@ -3,7 +3,9 @@
 // metrics table come as HTML built by the kernel (render_html.py, the same as the final snapshot) and are inserted
 // as they are, and so is the "where the time goes" bar (render_html.time_html, when a CallbackProfiler times the run);
 // this module draws only the plot panels (their y ranges come from the kernel too: panels.y_range,
-// the final PNG's rule) and the controls. No build step; the pure exports are tested with `node --test tests/js/`.
+// the final PNG's rule) and the controls. A Dashboard(compare=...) also sets the `compare` trait once, at the run's
+// start: earlier runs' lines (overlay.py), drawn faint under the live ones, named in the legend and the tooltip; their
+// table comes as HTML like the metrics table. No build step; the pure exports are tested with `node --test tests/js/`.
 
 const PANEL_H = 220; // px, one panel's height (1 SVG unit = 1 CSS pixel)
 const CHAR_W = 6.6; // px, a generous width of one 11 px character, for layout only
@@ -61,6 +63,44 @@ export function mergeDelta(rec, delta) {
   const tail = columns(delta.tail); // replaced by every delta; null (or absent) removes it
   rec.tail = tail.x.length ? tail : null;
   return fresh ? "replaced" : "ok";
+}
+
+/** The earlier runs drawn in a panel (the `compare` trait, Overlay.to_json in the kernel): for each run with data for
+ * one of the panel's lines, `{run, line, pts}` (pts: its x and y), in the panel's line order, runs newest first. */
+export function overlayLines(compare, panel) {
+  const out = [];
+  for (const run of asArray(compare?.runs)) {
+    if (!run || typeof run !== "object") continue;
+    for (const line of asArray(panel?.lines)) {
+      const cols = run.series?.[line?.key];
+      const x = asArray(cols?.x);
+      if (x.length) out.push({ run, line, pts: { x, y: x.map((_, i) => asArray(cols.y)[i] ?? null) } });
+    }
+  }
+  return out;
+}
+
+/** Legend items laid out in rows of at most `room` px (each row right-aligned at `right`): `[{x, row}]`. */
+export function legendRows(widths, room, right) {
+  const rows = [[]];
+  let used = 0;
+  widths.forEach((w, i) => {
+    if (used + w > room && rows.at(-1).length) {
+      rows.push([]);
+      used = 0;
+    }
+    rows.at(-1).push(i);
+    used += w;
+  });
+  const out = [];
+  rows.forEach((items, row) => {
+    let x = right - sum(items.map((i) => widths[i]));
+    for (const i of items) {
+      out[i] = { x: Math.max(0, x), row };
+      x += widths[i];
+    }
+  });
+  return out;
 }
 
 /** A model's store: the latest view (without series), the merged series, the redraw listeners. */
@@ -198,6 +238,7 @@ function connect(model) {
     "change:view": () => take(model.get("view")),
     "msg:custom": (msg) => msg?.type === "view" && take(msg.view),
     "change:spec": redraw,
+    "change:compare": redraw,
   });
   handlers.forEach(([event, fn]) => model.on(event, fn));
   store.off = () => handlers.forEach(([event, fn]) => model.off(event, fn));
@@ -225,14 +266,15 @@ function h(tag, attrs = {}, children = []) {
 }
 
 /** Which boxes of the dashboard show, from the spec's parts and the latest view: the controls (when the kernel sent
- * their state), the plot panels, the metrics table and the time bar (when the view has its HTML: a CallbackProfiler
- * times the run). */
+ * their state), the plot panels, the metrics table, the compared runs' table (a Dashboard(compare=...)) and the time
+ * bar (when the view has its HTML: a CallbackProfiler times the run). */
 export function shownBoxes(parts, view) {
   const has = (part) => asArray(parts).includes(part);
   return {
     controls: has("controls") && Boolean(view?.controls),
     panels: has("plot"),
     metrics: has("table"),
+    compare: typeof view?.html?.compare === "string" && view.html.compare.length > 0,
     time: typeof view?.time === "string" && view.time.length > 0,
   };
 }
@@ -294,9 +336,22 @@ function drawLine({ line: { style }, label, pts, color }, sx, sy, x, y) {
   return { data, legend };
 }
 
+/** An earlier run's faint line in a panel (under the live lines), its `<title>` naming the run, and its legend. */
+function drawOverlay({ run, line: { style }, pts }, sx, sy) {
+  const d = style === "step" ? stepPath(pts.x, pts.y, sx, sy) : linePath(pts.x, pts.y, sx, sy);
+  const attrs = { class: `nbc-overlay${style === "points" ? " nbc-overlay-points" : ""}`, d, stroke: run.color };
+  const marks = style === "points"
+    ? pts.x.map((x, i) => [r1(sx(x)), r1(sy(pts.y[i]))]).filter((c) => c.every(isNum)) : [];
+  return h("svg:g", { class: "nbc-run", "data-run": run.label }, [
+    h("svg:title", {}, String(run.hover ?? run.label ?? "")),
+    h("svg:path", attrs),
+    ...marks.map(([cx, cy]) => h("svg:circle", { class: "nbc-overlay-mark", cx, cy, r: 2.2, fill: run.color })),
+  ]);
+}
+
 /** Draw panel `p` (its box, tooltip and last mouse x) from the spec and the store; `p.hover(clientX)` follows the
  * mouse with a guide line, dots and the tooltip (none for null or off the plot). */
-function drawPanel(panel, spec, store, p) {
+function drawPanel(panel, spec, store, p, compare) {
   const width = Math.max(200, Math.round(p.box.clientWidth || 480));
   const kind = panel.scale === "log" ? "log" : "linear";
   const title = panel.title ?? "";
@@ -305,7 +360,9 @@ function drawPanel(panel, spec, store, p) {
     .map((line) => ({ line, label: line?.label ?? line?.key, color: cssColor(spec.colors, line?.color) }))
     .map((l) => ({ ...l, pts: seriesPoints(store.series[l.line?.key]) }))
     .filter(({ line, pts }) => line && pts.x.length > 0);
-  const xd = xDomain(spec.x_range, lines.flatMap(({ pts }) => pts.x));
+  const earlier = overlayLines(compare, panel);
+  const runs = [...new Map(earlier.map((o) => [o.run.label, o.run])).values()]; // one legend item per run
+  const xd = xDomain(spec.x_range, lines.flatMap(({ pts }) => pts.x).concat(earlier.flatMap(({ pts }) => pts.x)));
   const yd = panelRange(panel.y_range, kind);
   const yTicks = kind === "log" ? logTicks(...yd) : niceTicks(...yd, 5);
   // The title and the right-aligned legend share the top row when they fit; else the legend goes below.
@@ -313,10 +370,24 @@ function drawPanel(panel, spec, store, p) {
   const [titleW, right, bottom] = [textWidth(title, 7.8) + 16, width - 18, PANEL_H - 24];
   const oneRow = titleW + sum(legendW) <= right;
   const left = Math.max(38, 12 + Math.max(0, ...yTicks.map((t) => formatValue(t).length)) * CHAR_W);
-  const top = oneRow || !lines.length ? 30 : 48;
+  // The earlier runs' names: rows of their own under the live lines' legend, wrapped to the panel's width.
+  const runW = runs.map((run) => 26 + textWidth(run.label, CHAR_W));
+  const runAt = legendRows(runW, right - left, right);
+  const runRows = runs.length ? Math.max(...runAt.map(({ row }) => row)) + 1 : 0;
+  const liveRows = oneRow || !lines.length ? 0 : 1;
+  const top = 30 + 18 * (liveRows + runRows);
   const legendX = Math.max(oneRow ? titleW : left, right - sum(legendW));
   const [sx, sy] = [makeScale(xd, [left, right]), makeScale(yd, [bottom, top], kind)];
   const drawn = lines.map((l, k) => drawLine(l, sx, sy, legendX + sum(legendW.slice(0, k)), oneRow ? 16 : 36));
+  const runY = (row) => 16 + 18 * (1 + liveRows + row); // under the title row and the live lines' legend row
+  const runLegend = runs.flatMap((run, k) => {
+    const [x, y] = [runAt[k].x, runY(runAt[k].row)];
+    return [
+      h("svg:line", { class: "nbc-overlay", x1: x, x2: x + 18, y1: y, y2: y, stroke: run.color }),
+      h("svg:text", { class: "nbc-legend nbc-run-label", x: x + 22, y, dy: "0.32em" }, [
+        h("svg:title", {}, String(run.hover ?? run.label)), run.label]),
+    ];
+  });
   const xTicks = niceTicks(...xd, Math.max(2, Math.floor((right - left) / 80))).filter(Number.isInteger);
   const marks = asArray(spec.epoch_marks).filter((x) => isNum(x) && x >= xd[0] && x <= xd[1]);
   const tick = (attrs, t) => h("svg:text", { class: "nbc-tick", ...attrs }, formatValue(t));
@@ -333,12 +404,16 @@ function drawPanel(panel, spec, store, p) {
     ...yTicks.map((t) => tick({ x: left - 6, y: r1(sy(t)), dy: "0.32em", "text-anchor": "end" }, t)),
     ...xTicks.map((t) => tick({ x: r1(sx(t)), y: bottom + 16, "text-anchor": "middle" }, t)),
     h("svg:text", { class: "nbc-tick", x: 4, y: bottom + 16 }, stepWord),
-    h("svg:g", { "clip-path": `url(#${clipId})` }, drawn.flatMap((l) => l.data)),
+    h("svg:g", { "clip-path": `url(#${clipId})` }, [
+      ...earlier.map((o) => drawOverlay(o, sx, sy)),
+      ...drawn.flatMap((l) => l.data),
+    ]),
     ...drawn.flatMap((l) => l.legend),
+    ...runLegend,
     overlay,
   ]), p.tip);
 
-  const xs = [...new Set(lines.flatMap(({ pts }) => pts.x.filter(isNum)))].sort((a, b) => a - b);
+  const xs = [...new Set(lines.concat(earlier).flatMap(({ pts }) => pts.x.filter(isNum)))].sort((a, b) => a - b);
   p.hover = (clientX) => {
     const rect = p.box.getBoundingClientRect();
     const mx = clientX === null ? NaN : ((clientX - rect.left) * width) / (rect.width || 1);
@@ -349,10 +424,13 @@ function drawPanel(panel, spec, store, p) {
     const shown = lines
       .map((l) => ({ ...l, at: valueAt(l.pts, l.line.style, x) }))
       .filter(({ line, at }) => isNum(at?.y) && (line.style === "step" || Math.abs(sx(at.x) - sx(x)) <= 12));
+    const before = earlier
+      .map((o) => ({ label: o.run.label, color: o.run.color, at: valueAt(o.pts, o.line.style, x), style: o.line.style }))
+      .filter(({ style, at }) => isNum(at?.y) && (style === "step" || Math.abs(sx(at.x) - sx(x)) <= 12));
     const dot = ({ at, color }) => h("svg:circle", { class: "nbc-dot", cx: px, cy: r1(sy(at.y)), r: 4, stroke: color });
     const guide = h("svg:line", { class: "nbc-guide", x1: px, x2: px, y1: top, y2: bottom });
-    overlay.replaceChildren(guide, ...shown.filter(({ at }) => isNum(sy(at.y))).map(dot));
-    p.tip.textContent = tooltipText(stepWord, x, shown.map(({ label, at }) => [label, at.y]));
+    overlay.replaceChildren(guide, ...shown.concat(before).filter(({ at }) => isNum(sy(at.y))).map(dot));
+    p.tip.textContent = tooltipText(stepWord, x, shown.concat(before).map(({ label, at }) => [label, at.y]));
     const room = p.box.clientWidth || right;
     const tipLeft = px + 12 + p.tip.offsetWidth > room ? Math.max(0, px - 12 - p.tip.offsetWidth) : px + 12;
     Object.assign(p.tip.style, { left: `${tipLeft}px`, top: `${top}px` });
@@ -376,7 +454,7 @@ function panelBox(title) {
 function render({ model, el }) {
   const store = connect(model);
   const ui = {};
-  for (const k of ["head", "controls", "panels", "metrics"]) ui[k] = h("div", { class: `nbc-${k}` });
+  for (const k of ["head", "controls", "panels", "metrics", "compare"]) ui[k] = h("div", { class: `nbc-${k}` });
   ui.time = h("div", { class: "nbc-timebox" }); // the kernel's HTML inside is the .nbc-time panel
   const root = h("div", { class: "nbc-dash" }, Object.values(ui));
   el.append(root);
@@ -398,7 +476,7 @@ function render({ model, el }) {
     // it drawn again at its real width (drawn now, its viewBox would be scaled and its 11 px text shrink).
     list.forEach((panel, k) => {
       const drawn = { ...panel, y_range: asArray(ranges)[k] };
-      if (panels[k].box.clientWidth || !panels[k].hover) drawPanel(drawn, spec, store, panels[k]);
+      if (panels[k].box.clientWidth || !panels[k].hover) drawPanel(drawn, spec, store, panels[k], model.get("compare"));
     });
   };
 
@@ -410,6 +488,7 @@ function render({ model, el }) {
     for (const [k, shown] of Object.entries(shownBoxes(parts, view))) ui[k].hidden = !shown;
     html(ui.head, String(view.html?.head ?? ""));
     html(ui.metrics, String(view.html?.table ?? ""));
+    html(ui.compare, String(view.html?.compare ?? ""));
     html(ui.time, ui.time.hidden ? "" : view.time);
     if (!ui.controls.hidden) {
       update ??= controls(ui.controls, model, spec.labels ?? {});

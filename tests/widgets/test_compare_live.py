@@ -1,0 +1,338 @@
+"""``Dashboard(compare=...)`` (#47): earlier runs drawn faint under the live one, labelled by what differs, with a
+table of their final metrics whose live row updates: in the text view, the live widget, the snapshot and the PNG.
+Each test has its own cache folder (the records of its own runs)."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import warnings
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nbcallback.paths import run_dir
+from nbcallback.widgets import Dashboard, list_runs
+from nbcallback.widgets import overlay as overlay_module
+from nbcallback.widgets import runs as runs_module
+from nbcallback.widgets.panels import RUN_COLORS
+
+from .conftest import FakeClock, Ticker, batches, new_model
+
+NOTEBOOK = "compare_notebook"
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own cache folder, and a known notebook name (as tests/widgets/test_runs.py does)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("JPY_SESSION_NAME", f"/home/user/{NOTEBOOK}.ipynb")
+    return tmp_path / "cache"
+
+
+def train(lr: float, *, epochs: int = 2, steps: int = 20, bs: int = 16, callbacks: tuple[Any, ...] = (),
+          **dashboard: Any) -> tuple[Dashboard, str]:
+    """A short fit shown by a text Dashboard; returns it and what it printed."""
+    model, _opt = new_model(lr)
+    out = io.StringIO()
+    dash = Dashboard(display=dashboard.pop("display", "text"), file=out, **dashboard)
+    model.fit(epochs, batches(steps, bs=bs), batches(5, seed=1), callbacks=[*callbacks, dash])
+    return dash, out.getvalue()
+
+
+def records() -> Path:
+    return run_dir(NOTEBOOK) / "records"
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html))).strip()
+
+
+# ------------------------------------------------------------------ which runs, how they are named
+
+
+def test_compare_n_draws_the_last_n_runs_labelled_by_what_differs() -> None:
+    for lr in (0.01, 0.05, 0.2):
+        train(lr)
+    dash, text = train(0.1, compare=2)
+    overlay = dash.overlay
+    assert overlay is not None
+    assert [run.label for run in overlay.runs] == ["lr 0.2", "lr 0.05"]  # the last two, newest first; not lr 0.01
+    assert [run.color for run in overlay.runs] == list(RUN_COLORS[:2])
+    assert all(run.status == "finished" and set(run.series) >= {"loss", "eval:accuracy"} for run in overlay.runs)
+    # The run shown is remembered at its end, after the comparisons were read: never among its own.
+    assert len(list_runs()) == 4 and all(run.name != list_runs()[-1].name for run in overlay.runs)
+    # The text view lists the runs once at the start (before the first epoch's line) and again at the end.
+    lines = text.splitlines()
+    assert lines[1] == "2 earlier runs to compare with:"
+    assert lines[2].split() == ["run", "status", "epoch", "loss", "accuracy", "eval_loss"]  # (the test's metric)
+    assert [line.split()[:2] for line in lines[3:5]] == [["lr", "0.2"], ["lr", "0.05"]]
+    assert lines[5].startswith("epoch 1/2")
+    end = lines[lines.index("2 earlier runs to compare with:", 2):]
+    assert end[2].split()[:4] == ["this", "run", "finished", "2"]  # the live run first, with its final numbers
+    assert end[3].split()[:4] == ["lr", "0.2", "finished", "2"]
+    assert text.count("earlier runs to compare with") == 2
+
+
+def test_runs_named_by_label_and_by_path_and_a_stretched_x() -> None:
+    train(0.05, run_label="baseline")
+    path = list_runs()[-1].path
+    train(0.05, epochs=3, steps=10)  # half the steps per epoch: x is stretched to this run's steps
+    other = list_runs()[-1].path
+    dash, _ = train(0.05, compare=[str(other), "baseline"])
+    assert [run.label for run in dash.overlay.runs] == ["baseline", "epochs 3"]  # a run_label is kept as given
+    stretched = dash.overlay.runs[1].series["loss"]["x"]
+    assert max(stretched) == pytest.approx(60) and min(stretched) == pytest.approx(2)  # 3 x 10 steps -> 3 x 20
+    assert max(dash.overlay.runs[0].series["loss"]["x"]) == pytest.approx(40)  # the same 20 steps: as it was
+    assert path is not None and dash.compare == (str(other), "baseline")
+
+
+def test_two_runs_that_differ_the_same_way_are_told_apart() -> None:
+    train(0.2)
+    train(0.2)
+    dash, _ = train(0.1, compare=2)
+    first, second = (run.label for run in dash.overlay.runs)
+    assert first != second and first.startswith("lr 0.2 (") and second.startswith("lr 0.2 (")
+
+
+def test_the_records_are_read_once_at_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    for lr in (0.05, 0.2):
+        train(lr)
+    reads: list[Path] = []
+    calls: list[int] = []
+    real_read, real_overlay = runs_module._read, overlay_module.read_overlay
+    monkeypatch.setattr(runs_module, "_read", lambda path: reads.append(path) or real_read(path))
+    monkeypatch.setattr("nbcallback.widgets.dashboard.read_overlay",
+                        lambda *args, **kwargs: calls.append(1) or real_overlay(*args, **kwargs))
+    dash, _ = train(0.1, compare=2, epochs=3, steps=40)
+    assert len(calls) == 1 and len(reads) == 2  # two files, once each, for a run of 120 steps and its refreshes
+    assert dash.overlay is not None and len(dash.overlay.runs) == 2
+    train(0.1, compare=2)  # the next run reads again, once, only the two newest files of the three
+    assert len(calls) == 2 and len(reads) == 4
+
+
+def test_no_reading_without_compare_or_without_a_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    train(0.05)
+    calls: list[int] = []
+    monkeypatch.setattr("nbcallback.widgets.dashboard.read_overlay", lambda *a, **k: calls.append(1))
+    train(0.1)
+    train(0.1, compare=0)
+    train(0.1, compare=None)
+    train(0.1, compare=1, display="off")
+    model, _ = new_model()
+    model.eval(batches(5, seed=1), callbacks=[Dashboard(display="text", file=io.StringIO(), compare=1)])
+    assert calls == []
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(("compare", "error", "match"), [
+    (-1, ValueError, r"compare must be a number of earlier runs >= 0, got -1; e\.g\. compare=2"),
+    (True, TypeError, r"compare=True does not say which runs; pass a number or runs"),
+    (99, ValueError, r"compare=99 is more runs than the plot can tell apart \(at most 6\)"),
+    ([], TypeError, r"compare must be a number, a run's label or file, or a list of them, got \[\]"),
+    ([3], TypeError, r"compare names a run by its label \(text\), its file \(a path\) or a RunRecord"),
+    ("  ", TypeError, r"compare names a run by its label"),
+    (2.5, TypeError, r"compare must be a number, a run's label or file"),
+    (["a"] * 7, ValueError, r"compare names 7 runs, more than the plot can tell apart"),
+])
+def test_a_bad_compare_argument_is_refused_when_the_dashboard_is_made(compare: Any, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        Dashboard(display="text", compare=compare)
+
+
+def test_corrupt_foreign_and_missing_runs_are_one_warning_each_and_the_run_goes_on() -> None:
+    train(0.2)
+    folder = records()
+    foreign = json.loads(list_runs()[-1].path.read_text())
+    (folder / "30000101-000000-000.json").write_text("{not json")
+    foreign["version"] = 99
+    (folder / "30000101-000000-001.json").write_text(json.dumps(foreign))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dash, text = train(0.1, compare=3)
+    said = [str(w.message) for w in caught if "run file" in str(w.message)]
+    assert len(said) == 2, said
+    assert any("30000101-000000-000.json" in s and "truncated or not JSON" in s for s in said)
+    assert any("30000101-000000-001.json" in s and "format version 99" in s for s in said)
+    assert all("\n" not in s for s in said)
+    assert [run.label for run in dash.overlay.runs] == ["lr 0.2"]  # the readable one is drawn
+    assert dash.view().status == "finished" and "Training finished: 2/2 epochs" in text
+    assert (folder / "30000101-000000-000.json").read_text() == "{not json"  # left as it was
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dash, _ = train(0.1, compare=["no such run", str(folder / "gone.json")])
+    missing = [str(w.message) for w in caught if "no such run" in str(w.message) or "gone.json" in str(w.message)]
+    assert len(missing) == 2 and dash.overlay is None and dash.view().status == "finished"
+
+
+# ------------------------------------------------------------------ the live widget, the snapshot, the PNG
+
+
+class _Sink:
+    """Stands in for IPython.display.display (as tests/widgets/test_renderers.py's FakeDisplay)."""
+
+    def __init__(self) -> None:
+        self.handles: list[Any] = []
+        self.plain: list[tuple[Any, Any]] = []
+
+    def __call__(self, obj: Any, raw: bool = False, display_id: Any = None, metadata: Any = None, **kw: Any) -> Any:
+        if display_id:
+            sink = self
+
+            class Handle:
+                bundles = [obj]
+
+                def update(self, new: Any, raw: bool = False, metadata: Any = None, **kw: Any) -> None:
+                    self.bundles.append(new)
+
+            handle = Handle()
+            handle.bundles = [obj]
+            sink.handles.append(handle)
+            return handle
+        self.plain.append((obj, metadata))
+        return None
+
+
+@pytest.fixture()
+def kernel(monkeypatch: pytest.MonkeyPatch) -> _Sink:
+    import IPython.display
+
+    pytest.importorskip("anywidget")
+    sink = _Sink()
+    monkeypatch.setattr(IPython.display, "display", sink)
+    monkeypatch.setattr("nbcallback.widgets.env.in_notebook_kernel", lambda: True)
+    return sink
+
+
+def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel: _Sink,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbcallback.widgets.render_widget import DashboardWidget
+
+    clock = FakeClock()
+    train(0.2, callbacks=(Ticker(clock, 0.05),))
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(DashboardWidget, "send", lambda self, content, buffers=None: sent.append(content))
+    changes: list[Any] = []
+    real_init = DashboardWidget.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        self.observe(lambda change: changes.append(change["new"]), names="compare")
+
+    monkeypatch.setattr(DashboardWidget, "__init__", init)
+    dash, _ = train(0.1, compare=1, display="widget", clock=clock, epochs=2, steps=40,
+                    callbacks=(Ticker(clock, 0.05),))
+    widget = kernel.handles[0].bundles[0]
+    assert isinstance(widget, DashboardWidget)
+    assert len(changes) == 1  # set once, at the start
+    runs = widget.compare["runs"]
+    assert [run["label"] for run in runs] == ["lr 0.2"] and runs[0]["color"] == RUN_COLORS[0]
+    assert len(runs[0]["series"]["loss"]["x"]) == 40 and runs[0]["hover"].startswith("lr 0.2 (")
+    views = [message["view"] for message in sent if message.get("type") == "view"]
+    assert len(views) >= 3
+    assert not any("runs" in json.dumps(view) for view in views)  # the curves are never resent
+    tables = [_text(view["html"]["compare"]) for view in views]
+    assert all(table.startswith("run status epoch loss") and "lr 0.2 finished 2" in table for table in tables)
+    live = [re.search(r"this run (\w+) (\d+) (\S+)", table).groups() for table in tables]
+    assert len(set(live)) > 2, live  # the live row changes with the run (status, epochs, loss)
+    assert live[0][0] == "running"
+    # The y range of the loss panel takes in the earlier run's curve (none of it clipped).
+    earlier = [y for y in runs[0]["series"]["loss"]["y"] if y is not None]
+    low, high = views[-1]["y_ranges"][0]
+    assert low <= min(earlier) and high >= max(earlier)
+    # The snapshot keeps the table (the live row final) and the text says the same.
+    snapshot = kernel.handles[0].bundles[-1]
+    html = _text(snapshot["text/html"])
+    assert "this run finished 2" in html and "lr 0.2 finished 2" in html
+    assert 'title="lr 0.2 (' in snapshot["text/html"] and RUN_COLORS[0] in snapshot["text/html"]
+    assert "1 earlier runs to compare with:" in snapshot["text/plain"]
+    assert re.search(r"this run\s+finished\s+2", snapshot["text/plain"])
+
+
+def _faint_pixels(png: bytes, color: str) -> int:
+    """How many pixels have the colour of a line ``color`` drawn at 70 % over white (a little tolerance: the PNG
+    has 128 colours)."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    rgb = [int(color[i:i + 2], 16) for i in (1, 3, 5)]
+    want = [round(0.7 * c + 0.3 * 255) for c in rgb]
+    return sum(count for count, pixel in image.getcolors(1 << 20)
+               if all(abs(a - b) <= 14 for a, b in zip(pixel, want)))
+
+
+def test_the_final_png_draws_the_earlier_runs_faint_and_their_names(kernel: _Sink) -> None:
+    from PIL import Image
+
+    from nbcallback.widgets.plot import PANEL_HEIGHT
+
+    train(0.5)
+    plain, _ = train(0.05, display="widget")
+    with_runs, _ = train(0.05, display="widget", compare=1)
+    assert plain.last_png is not None and with_runs.last_png is not None and plain.last_png != with_runs.last_png
+    color = with_runs.overlay.runs[0].color
+    assert _faint_pixels(with_runs.last_png, color) > 60
+    assert _faint_pixels(plain.last_png, color) < 10
+    size = Image.open(io.BytesIO(with_runs.last_png)).size
+    assert size[1] > 2 * PANEL_HEIGHT  # a legend strip above the panels names the earlier run
+    shown = [obj for obj, _ in kernel.plain if isinstance(obj, dict) and "image/png" in obj]
+    assert base64.b64decode(shown[-1]["image/png"]) == with_runs.last_png
+
+
+def test_the_png_keeps_the_overlay_in_its_y_range() -> None:
+    """An earlier run whose loss was ten times higher stays inside the panel (the y range grows to it)."""
+    from nbcallback.widgets.plot import render_png
+
+    train(0.05)
+    rec = list_runs()[-1]
+    data = json.loads(rec.path.read_text())
+    data["plot"]["series"]["loss"]["y"] = [value * 10 for value in data["plot"]["series"]["loss"]["y"]]
+    rec.path.write_text(json.dumps(data))
+    dash, _ = train(0.05, compare=1)
+    state = dash.state.plot_data()
+    panels = dash._panels_for({"metrics": state.metrics, "loss_positive": state.loss_positive})
+    from matplotlib.figure import Figure
+
+    captured: list[Any] = []
+    real = Figure.add_axes
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        ax = real(self, *args, **kwargs)
+        captured.append(ax)
+        return ax
+
+    Figure.add_axes = spy
+    try:
+        render_png(panels, state, overlay=dash.overlay)
+    finally:
+        Figure.add_axes = real
+    top = max(y for y in dash.overlay.runs[0].series["loss"]["y"] if y is not None)
+    assert captured[0].get_ylim()[1] >= top
+
+
+def test_the_table_speaks_chinese() -> None:
+    train(0.2)
+    _dash, text = train(0.1, compare=1, lang="zh_CN")
+    assert "之前的 1 次运行：" in text
+    assert text.splitlines()[2].split()[:4] == ["运行", "结果", "轮次", "损失"]
+    assert re.search(r"本次运行\s+已完成", text)
+
+
+def test_an_evaluation_loss_column_is_not_mistaken_for_the_training_loss() -> None:
+    from types import MappingProxyType
+
+    from nbcallback.widgets.overlay import Overlay, OverlayRun, compare_table
+    from nbcallback.widgets.words import Words
+
+    run = OverlayRun("lr 0.1", "x", "stopped", 0.5, MappingProxyType({"accuracy": 0.9, "loss": 0.4}), 1,
+                     MappingProxyType({}), RUN_COLORS[0])
+    header, rows, colors = compare_table(Overlay.of([run]), None)
+    assert header == ["run", "status", "epoch", "loss", "accuracy", "loss (eval)"]
+    assert rows == [["lr 0.1", "stopped", "1", "0.5", "0.9", "0.4"]] and colors == [RUN_COLORS[0]]
+    header, rows, _ = compare_table(Overlay.of([run]), None, Words("zh_CN"))
+    assert header == ["运行", "结果", "轮次", "损失", "accuracy", "loss (验证)"] and rows[0][1] == "已停止"
