@@ -44,7 +44,7 @@ def _data(cell: nbformat.NotebookNode, kind: str) -> list[str]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)
 def test_the_second_run_keeps_the_first_beside_it(path: Path) -> None:
-    first = _cell(path, 'Dashboard(run_label="lr 0.01")')
+    first = _cell(path, 'ProgressBar(run_label="lr 0.01")')
     second = _cell(path, 'compare="lr 0.01"')
     html, text = "\n".join(_data(second, "text/html")), "\n".join(_data(second, "text/plain"))
     assert _data(second, "image/png"), f"{_id(path)}: the compared run's cell keeps no final PNG"
