@@ -41,7 +41,8 @@ shares the machine's load of the moment):
    plain ``Dashboard`` and to the bare fit of the same run (target (1) <= 0.6 % still).  The three earlier runs
    are written first: one real ``Dashboard`` fit of the workload, remembered, and two copies of its record with
    other learning rates, in a notebook of their own (``bench-compare``); after each overlaid run its own record
-   is deleted again, so every one reads the same three.  Reading them (``runs.last_runs``) is timed on its own too.
+   is deleted again, so every one reads the same three.  The run's start (``Dashboard._read_compared``: reading,
+   labelling, handing the runs to the widget) and reading alone (``runs.last_runs``) are timed on their own too.
    The kernel's ``$XDG_CACHE_HOME`` is a temporary folder: no run of the benchmark touches your cache.
 
 Run:  python benchmarks/widgets.py [--reps 3] [--data MNIST_Data] [--json PATH] [--md PATH] [--refresh-against PATH]
@@ -563,7 +564,8 @@ def compared_summary(out: dict) -> str:
             f"{plain['bytes_per_s'] / 1000:.1f} KB/s.")
     if over.get("start_ms_median") is not None:
         text += (f" The overlaid run's start, once (reading the {COMPARED_RUNS} earlier runs, labelling them, "
-                 f"handing them to the widget): {over['start_ms_median']:.1f} ms of training-thread time.")
+                 f"handing them to the widget), timed apart from (1): {over['start_ms_median']:.1f} ms of training-thread "
+                 "time.")
     if read is not None:
         text += f" Reading the {COMPARED_RUNS} runs alone (`runs.last_runs`, median of 7): {read:.1f} ms."
     return text
