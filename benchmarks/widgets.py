@@ -43,7 +43,7 @@ shares the machine's load of the moment):
    other learning rates, in a notebook of their own (``bench-compare``); after each overlaid run its own record
    is deleted again, so every one reads the same three.  The run's start (``Dashboard._read_compared``: reading,
    labelling, handing the runs to the widget) and reading alone (``runs.last_runs``) are timed on their own too.
-   The kernel's ``$XDG_CACHE_HOME`` is a temporary folder: no run of the benchmark touches your cache.
+   The kernel's ``$XDG_CACHE_HOME`` is a temporary folder (as (8)'s): no run of the benchmark touches your cache.
 
 Run:  python benchmarks/widgets.py [--reps 3] [--data MNIST_Data] [--json PATH] [--md PATH] [--refresh-against PATH]
       (default output: benchmarks/results/widgets.json and widgets.md)
@@ -511,8 +511,10 @@ def refresh_cost(against: Path | None = None, rounds: int = 3) -> dict:
     out: dict = {}
     for _ in range(rounds):
         for name, repo in trees.items():
-            proc = subprocess.run([sys.executable, "-c", REFRESH_SCRIPT.format(repo=str(repo))], capture_output=True,
-                                  text=True, timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"), cwd=tempfile.gettempdir())
+            with tempfile.TemporaryDirectory() as cache:  # the fits' run records: never in the user's cache
+                proc = subprocess.run([sys.executable, "-c", REFRESH_SCRIPT.format(repo=str(repo))],
+                                      capture_output=True, text=True, timeout=600, cwd=tempfile.gettempdir(),
+                                      env=dict(os.environ, OMP_NUM_THREADS="1", XDG_CACHE_HOME=cache))
             if proc.returncode != 0:
                 return {"error": f"{repo}: {proc.stderr[-500:]}"}
             result = json.loads(proc.stdout.strip().splitlines()[-1])
