@@ -177,6 +177,13 @@ class Dashboard(LiveLossPlot):
                           f"{exc}); the rest of the snapshot is shown.", RuntimeWarning, stacklevel=3)
             return None, None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable without the last run's profiler and earlier runs (what was asked for is kept)."""
+        state = super().__getstate__()
+        extras = self.extras
+        state["extras"] = _Extras(_TimeBar(extras.time_bar.wanted), _Compared(extras.compared.wanted))
+        return state
+
     # ------------------------------------------------------------------ hooks
 
     def on_train_begin(self, run_context: RunContext) -> None:

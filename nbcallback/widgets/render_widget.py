@@ -70,10 +70,12 @@ class DashboardWidget(anywidget.AnyWidget):
             self.resync.set()
 
     def drop_front_end(self) -> None:
-        """Drop the front-end code once the snapshot has replaced every view: ``jupyter nbconvert --execute`` saves a
-        closed widget's last state in the notebook's metadata, and the ES module and the CSS are most of it."""
+        """Drop the front-end code (and the earlier runs' curves) once the snapshot has replaced every view:
+        ``jupyter nbconvert --execute`` saves a closed widget's last state in the notebook's metadata, and the ES
+        module and the CSS are most of it."""
         with self.hold_sync():
             self._esm, self._css = _EMPTY_ESM, ""
+            self.compare = {}  # the earlier runs' curves: the PNG below keeps them
 
     def close(self) -> None:
         """Stop the busy-status watcher; close the widget and its ``Layout`` model (``Widget.close`` leaves it

@@ -229,8 +229,8 @@ def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel:
                     callbacks=(Ticker(clock, 0.05),))
     widget = kernel.handles[0].bundles[0]
     assert isinstance(widget, DashboardWidget)
-    assert len(changes) == 1  # set once, at the start
-    runs = widget.compare["runs"]
+    assert len(changes) == 2 and changes[1] == {} == widget.compare  # set once, at the start; dropped at the end
+    runs = changes[0]["runs"]  # (the snapshot and the PNG have replaced the view then: nbconvert keeps no curves)
     assert [run["label"] for run in runs] == ["lr 0.2"] and runs[0]["color"] == RUN_COLORS[0]
     assert len(runs[0]["series"]["loss"]["x"]) == 40 and runs[0]["hover"].startswith("lr 0.2 (")
     views = [message["view"] for message in sent if message.get("type") == "view"]
@@ -336,3 +336,36 @@ def test_an_evaluation_loss_column_is_not_mistaken_for_the_training_loss() -> No
     assert rows == [["lr 0.1", "stopped", "1", "0.5", "0.9", "0.4"]] and colors == [RUN_COLORS[0]]
     header, rows, _ = compare_table(Overlay.of([run]), None, Words("zh_CN"))
     assert header == ["运行", "结果", "轮次", "损失", "accuracy", "loss (验证)"] and rows[0][1] == "已停止"
+
+
+def test_a_loop_of_ones_own_compares_too() -> None:
+    import torch
+
+    train(0.2, epochs=1)
+    out = io.StringIO()
+    with Dashboard(display="text", file=out, compare=1, epochs=1, steps_per_epoch=20) as board:
+        for step in range(20):
+            board.log(loss=torch.tensor(1.0 / (step + 1)))
+    assert board.overlay is not None and len(board.overlay.runs) == 1
+    assert "1 earlier runs to compare with:" in out.getvalue()
+    assert re.search(r"this run\s+finished\s+1", out.getvalue())
+
+
+def test_a_dashboard_that_compared_pickles_without_the_runs_it_read() -> None:
+    import pickle
+
+    train(0.2)
+    dash, _ = train(0.1, compare=1)
+    assert dash.overlay is not None
+    clone = pickle.loads(pickle.dumps(dash))
+    assert clone.compare == 1 and clone.overlay is None and clone.time_panel == "auto"
+
+
+def test_the_static_display_shows_the_table_live_and_in_the_snapshot(kernel: _Sink) -> None:
+    train(0.2)
+    dash, _ = train(0.1, compare=1, display="static")
+    bundles = kernel.handles[0].bundles
+    assert all("nbc-compare" in bundle["text/html"] for bundle in bundles[1:]), len(bundles)
+    assert re.search(r"this run\s+finished", _text(bundles[-1]["text/html"]))
+    assert "1 earlier runs to compare with:" in bundles[-1]["text/plain"]
+    assert dash.last_png is not None and _faint_pixels(dash.last_png, RUN_COLORS[0]) > 60
