@@ -36,6 +36,14 @@ shares the machine's load of the moment):
    fit of a tiny network, refreshed every third of a second of fake time: 28 refreshes) and no front end: thread
    CPU ms per refresh, median of 7 fits.  ``--refresh-against PATH`` measures another checkout (e.g. a
    ``git worktree`` of an older commit) in the same run, alternating.
+9. **Three runs overlaid** (issue 47): ``Dashboard(compare=3)``, the same one-epoch fit with three earlier runs of
+   this workload drawn under the live curves, paired with bare runs like the others and printed as ratios to the
+   plain ``Dashboard`` and to the bare fit of the same run (target (1) <= 0.6 % still).  The three earlier runs
+   are written first: one real ``Dashboard`` fit of the workload, remembered, and two copies of its record with
+   other learning rates, in a notebook of their own (``bench-compare``); after each overlaid run its own record
+   is deleted again, so every one reads the same three.  The run's start (``Dashboard._read_compared``: reading,
+   labelling, handing the runs to the widget) and reading alone (``runs.last_runs``) are timed on their own too.
+   The kernel's ``$XDG_CACHE_HOME`` is a temporary folder (as (8)'s): no run of the benchmark touches your cache.
 
 Run:  python benchmarks/widgets.py [--reps 3] [--data MNIST_Data] [--json PATH] [--md PATH] [--refresh-against PATH]
       (default output: benchmarks/results/widgets.json and widgets.md)
@@ -64,8 +72,14 @@ sys.path.insert(0, str(REPO))
 
 #: "control" runs without callbacks too, paired with a bare run like the others: the spread of its
 #: ratios is what this machine's noise alone gives a paired ratio (an A/A test).
-CONFIGS = ("none", "control", "ProgressBar", "LiveLossPlot", "Dashboard")
-DISPLAYS = ("ProgressBar", "LiveLossPlot", "Dashboard")
+#: "Dashboard+compare" is ``Dashboard(compare=3)`` over three earlier runs of the same workload (9).
+COMPARED_CONFIG = "Dashboard+compare"
+CONFIGS = ("none", "control", "ProgressBar", "LiveLossPlot", "Dashboard", COMPARED_CONFIG)
+DISPLAYS = ("ProgressBar", "LiveLossPlot", "Dashboard", COMPARED_CONFIG)
+#: How the report names a configuration.
+LABELS = {COMPARED_CONFIG: "Dashboard(compare=3)"}
+#: The earlier runs the overlaid Dashboard draws.
+COMPARED_RUNS = 3
 TARGETS = {
     "live_share_pct": 0.6,
     "final_ms": 300.0,
@@ -77,35 +91,89 @@ TARGETS = {
 }
 
 KERNEL_SETUP = """\
-import json, sys, time, torch
+import dataclasses, json, os, statistics, sys, time, torch
 torch.set_num_threads(1)
 sys.path.insert(0, {repo!r})
 from benchmarks._common import EvalBatches, GatherBatches, build, mnist_tensors
 from nbcallback.train import Model
 from nbcallback.widgets import ProgressBar, LiveLossPlot, Dashboard
+from nbcallback.widgets import runs as RUNS
 SEED, LIMIT = {seed}, {limit}
 train_x, train_y = mnist_tensors({data!r}, "train")
 test_x, test_y = mnist_tensors({data!r}, "test")
 train = GatherBatches(train_x, train_y, SEED, limit=LIMIT)
 valid = EvalBatches(test_x, test_y, limit=LIMIT and max(1, LIMIT // 6))
+COMPARED, COMPARED_CONFIG, COMPARED_RUNS = "bench-compare", {compared_config!r}, {compared_runs}
 FACTORIES = {{"none": lambda: [], "control": lambda: [], "ProgressBar": lambda: [ProgressBar()],
-             "LiveLossPlot": lambda: [LiveLossPlot()], "Dashboard": lambda: [Dashboard()]}}
-RESULTS, LAST = [], {{}}
-def run(name, pair):
+             "LiveLossPlot": lambda: [LiveLossPlot()], "Dashboard": lambda: [Dashboard()],
+             COMPARED_CONFIG: lambda: [Dashboard(compare=COMPARED_RUNS)]}}
+RESULTS, LAST, SEEDED = [], {{}}, set()
+def as_compared(on):
+    # Runs of the overlaid configuration are runs of the notebook COMPARED (current_notebook() reads
+    # JPY_SESSION_NAME), whose records folder holds the three earlier runs and nothing else.
+    if on:
+        os.environ["JPY_SESSION_NAME"] = COMPARED
+    else:
+        os.environ.pop("JPY_SESSION_NAME", None)
+def seed_compared():
+    # The earlier runs: one real Dashboard fit of this workload, remembered, and copies of its record with
+    # other learning rates (as a learner's runs differ), COMPARED_RUNS in all; run once, before the warm-up.
+    run("Dashboard", -1, of_compared=True)
+    [first] = RUNS.list_runs(COMPARED)
+    for index, lr in enumerate((0.05, 0.1, 0.2, 0.5)[:COMPARED_RUNS - 1], 1):
+        settings = {{**first.settings, "lr": lr}}
+        RUNS.save_run(dataclasses.replace(first, settings=settings, path=None),
+                      first.path.with_name(f"{{first.path.stem}}-{{index}}.json"))
+    SEEDED.update(record.path for record in RUNS.list_runs(COMPARED))
+def read_compared():
+    # Reading the earlier runs as compare=3 does (runs.last_runs: only the last three files), once: thread CPU ms,
+    # median of 7.
+    last = getattr(RUNS, "last_runs", None) or (lambda count, notebook: RUNS.list_runs(notebook)[-count:])
+    times = []
+    for _ in range(7):
+        started = time.thread_time()
+        last(COMPARED_RUNS, COMPARED)
+        times.append(1000 * (time.thread_time() - started))
+    return statistics.median(times)
+def timed_start(board, spent):
+    # The overlaid Dashboard's start (reading the earlier runs, labelling them, handing them to the widget once):
+    # thread time of its _read_compared, when it has one.
+    read = getattr(board, "_read_compared", None)
+    if read is None:
+        return
+    def timed(*args, **kwargs):
+        started = time.thread_time()
+        try:
+            return read(*args, **kwargs)
+        finally:
+            spent.append(time.thread_time() - started)
+    board._read_compared = timed
+def run(name, pair, of_compared=False):
     network, loss_fn, optimizer = build(SEED)
     model = Model(network, loss_fn, optimizer, metrics={{"accuracy"}})
+    as_compared(of_compared or name == COMPARED_CONFIG)
     callbacks = FACTORIES[name]()
+    start = []
+    if name == COMPARED_CONFIG:
+        timed_start(callbacks[0], start)
     w0, c0, t0 = time.perf_counter(), time.process_time(), time.thread_time()
-    model.fit(1, train, valid, callbacks=callbacks)
-    wall = time.perf_counter() - w0
+    try:
+        model.fit(1, train, valid, callbacks=callbacks)
+        wall, cpu, thread_cpu = time.perf_counter() - w0, time.process_time() - c0, time.thread_time() - t0
+    finally:
+        as_compared(False)
+    if name == COMPARED_CONFIG:
+        for record in RUNS.list_runs(COMPARED):  # the run's own record: the next one reads the same three
+            if record.path not in SEEDED:
+                RUNS.delete_runs(record.path, notebook=COMPARED)
     cb = callbacks[0] if callbacks else None
     if cb is not None:
         LAST[name] = cb
-    RESULTS.append({{"config": name, "pair": pair, "wall": wall, "cpu": time.process_time() - c0,
-                    "thread_cpu": time.thread_time() - t0, "steps": len(train),
+    RESULTS.append({{"config": name, "pair": pair, "wall": wall, "cpu": cpu, "thread_cpu": thread_cpu,
+                    "steps": len(train),
                     "display": cb.view().display_seconds if cb else 0.0,
                     "final": cb.final_seconds if cb else 0.0,
-                    "png_bytes": len(cb.last_png or b"") if cb else 0}})
+                    "png_bytes": len(cb.last_png or b"") if cb else 0, "start": sum(start) if start else None}})
 """
 
 #: Where the live time goes: more Dashboard fits (left out of the results) with the calls into ipywidgets, anywidget
@@ -238,7 +306,8 @@ def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, config
     )
 
     others = [c for c in configs if c != "none"]
-    cells = [f"for name in {list(configs)!r}:\n    run(name, -1)"]  # warm-up: imports, first figure, caches
+    seeding = "seed_compared()\n" if COMPARED_CONFIG in configs else ""  # the earlier runs, before the warm-up
+    cells = [f"{seeding}for name in {list(configs)!r}:\n    run(name, -1)"]  # warm-up: imports, first figure, caches
     plan = []
     for rep in range(reps):
         for index, name in enumerate(others[rep % len(others):] + others[: rep % len(others)]):
@@ -247,15 +316,20 @@ def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, config
     cells += [f"run({name!r}, {pair!r})" for name, pair in plan]
     cells.append(KERNEL_LIVE_SPLIT)
     cells.append(KERNEL_PROFILE)
-    cells.append("print('RESULTS=' + json.dumps(RESULTS))")
-    setup = KERNEL_SETUP.format(repo=str(REPO), seed=seed, limit=limit, data=str(data))
+    cells.append("print('RESULTS=' + json.dumps(RESULTS) + '\\nREAD_MS=' + json.dumps(read_compared() if SEEDED "
+                 "else None))")
+    setup = KERNEL_SETUP.format(repo=str(REPO), seed=seed, limit=limit, data=str(data),
+                                compared_config=COMPARED_CONFIG, compared_runs=COMPARED_RUNS)
     nb = make_notebook([setup] + cells, setup=False)
     with tempfile.TemporaryDirectory() as tmp:
-        client, path = run_notebook(nb, Path(tmp), timeout=1800)
+        # The records every remembered run writes go to this temporary cache, never to the user's.
+        client, path = run_notebook(nb, Path(tmp), timeout=1800, XDG_CACHE_HOME=str(Path(tmp) / "cache"))
         saved = nbformat.read(path, as_version=4)
         saved_bytes = path.stat().st_size
     stream = lambda cell: "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")  # noqa: E731
-    results = [r for r in json.loads(stream(saved.cells[-1]).split("RESULTS=", 1)[1]) if r["pair"] != -1]
+    last = stream(saved.cells[-1])
+    results = [r for r in json.loads(last.split("RESULTS=", 1)[1].split("\nREAD_MS=", 1)[0]) if r["pair"] != -1]
+    read_ms = json.loads(last.split("READ_MS=", 1)[1]) if "READ_MS=" in last else None
     profile = json.loads(stream(saved.cells[-2]).split("PROFILE=", 1)[1])
     live_split = json.loads(stream(saved.cells[-3]).split("LIVE_SPLIT=", 1)[1])
     traffic: dict[str, list[dict]] = {name: [] for name in configs}
@@ -268,6 +342,7 @@ def kernel_benchmark(reps: int, seed: int, data: Path, limit: int | None, config
             if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
         traffic[name].append(stats)
     return {"configs": list(configs), "runs": results, "traffic": traffic, "profile": profile, "live_split": live_split,
+            "compared_read_ms": read_ms,
             "saved_notebook_bytes": saved_bytes, "widget_views_left": widget_view_outputs(saved),
             "widget_models_saved": len(our_widget_models(saved)),
             "widget_models_saved_names": sorted(set(our_widget_models(saved))),
@@ -304,6 +379,9 @@ def summarize_kernel(data: dict) -> dict:
             "ratio_training_thread_cpu_median_of_pairs": statistics.median(thread) if thread else 1.0,
             "ratio_training_thread_cpu_pairs_p10_p90": _p10_p90(thread) if thread else [1.0, 1.0],
         }
+        starts = [r["start"] for r in rows if r.get("start") is not None]
+        if starts:
+            entry["start_ms_median"] = 1000 * statistics.median(starts)
         if name in DISPLAYS:
             traffic = data["traffic"][name]
             entry.update({
@@ -433,8 +511,10 @@ def refresh_cost(against: Path | None = None, rounds: int = 3) -> dict:
     out: dict = {}
     for _ in range(rounds):
         for name, repo in trees.items():
-            proc = subprocess.run([sys.executable, "-c", REFRESH_SCRIPT.format(repo=str(repo))], capture_output=True,
-                                  text=True, timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"), cwd=tempfile.gettempdir())
+            with tempfile.TemporaryDirectory() as cache:  # the fits' run records: never in the user's cache
+                proc = subprocess.run([sys.executable, "-c", REFRESH_SCRIPT.format(repo=str(repo))],
+                                      capture_output=True, text=True, timeout=600, cwd=tempfile.gettempdir(),
+                                      env=dict(os.environ, OMP_NUM_THREADS="1", XDG_CACHE_HOME=cache))
             if proc.returncode != 0:
                 return {"error": f"{repo}: {proc.stderr[-500:]}"}
             result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -463,6 +543,36 @@ def _mark(ok: bool) -> str:
     return "ok" if ok else "**MISSED**"
 
 
+def compared_summary(out: dict) -> str:
+    """The overlaid Dashboard (9) as ratios to the plain Dashboard and to the bare fit of the same run; '' when
+    either was not measured."""
+    kernel = out["kernel"]
+    over, plain = kernel.get(COMPARED_CONFIG), kernel.get("Dashboard")
+    if not over or not plain:
+        return ""
+    ratio = lambda a, b: a / b if b else math.nan  # noqa: E731
+    read = out.get("compared_read_ms")
+    text = (f"Three runs overlaid (`{LABELS[COMPARED_CONFIG]}`, issue 47) against the plain `Dashboard` of the same "
+            f"run: training thread while live {over['live_ms_median']:.0f} ms = {over['live_share_pct_median']:.2f} % "
+            f"of the fit vs {plain['live_ms_median']:.0f} ms = {plain['live_share_pct_median']:.2f} % "
+            f"(x{ratio(over['live_ms_median'], plain['live_ms_median']):.2f}; target <= "
+            f"{TARGETS['live_share_pct']} %: {_mark(over['live_share_pct_median'] <= TARGETS['live_share_pct'])}); "
+            f"wall ratio to the bare fit {over['ratio_wall_median_of_pairs']:.3f} vs "
+            f"{plain['ratio_wall_median_of_pairs']:.3f} (x{ratio(over['ratio_wall_median_of_pairs'], plain['ratio_wall_median_of_pairs']):.3f}); "
+            f"training-thread CPU ratio {over['ratio_training_thread_cpu_median_of_pairs']:.3f} vs "
+            f"{plain['ratio_training_thread_cpu_median_of_pairs']:.3f}; end of run {over['final_ms_median']:.0f} vs "
+            f"{plain['final_ms_median']:.0f} ms; saved bytes per fit {over['saved_bytes_per_fit'] / 1000:.1f} vs "
+            f"{plain['saved_bytes_per_fit'] / 1000:.1f} KB; bytes/s {over['bytes_per_s'] / 1000:.1f} vs "
+            f"{plain['bytes_per_s'] / 1000:.1f} KB/s.")
+    if over.get("start_ms_median") is not None:
+        text += (f" The overlaid run's start, once (reading the {COMPARED_RUNS} earlier runs, labelling them, "
+                 f"handing them to the widget), timed apart from (1): {over['start_ms_median']:.1f} ms of training-thread "
+                 "time.")
+    if read is not None:
+        text += f" Reading the {COMPARED_RUNS} runs alone (`runs.last_runs`, median of 7): {read:.1f} ms."
+    return text
+
+
 def table(out: dict) -> str:
     """The Markdown report: one row per callback, the targets in the header."""
     kernel = out["kernel"]
@@ -484,7 +594,7 @@ def table(out: dict) -> str:
         if k is None:
             continue
         lines.append(
-            f"| `{name}` | {k['live_ms_median']:.0f} ms = {k['live_share_pct_median']:.2f} % (max "
+            f"| `{LABELS.get(name, name)}` | {k['live_ms_median']:.0f} ms = {k['live_share_pct_median']:.2f} % (max "
             f"{k['live_share_pct_max']:.2f} %) {_mark(k['live_share_pct_median'] <= TARGETS['live_share_pct'])} "
             f"| {k['final_ms_median']:.0f} ms (max {k['final_ms_max']:.0f}) "
             f"{_mark(k['final_ms_median'] <= TARGETS['final_ms'])} "
@@ -501,6 +611,9 @@ def table(out: dict) -> str:
             f"| (control: a second bare fit) | – | – | – | – | – | – | {control['ratio_wall_median_of_pairs']:.3f} "
             f"[{control['ratio_wall_pairs_p10_p90'][0]:.3f}–{control['ratio_wall_pairs_p10_p90'][1]:.3f}] | "
             f"{control['ratio_training_thread_cpu_median_of_pairs']:.3f} |")
+    compared = compared_summary(out)
+    if compared:
+        lines += ["", compared]
     lines += ["", f"Saved notebook: {out['saved_notebook_bytes'] / 1000:.0f} KB for all runs; widget-view outputs "
                   f"left: {out['widget_views_left']}; widget models in `metadata.widgets`: "
                   f"{out['widget_models_saved']} ({', '.join(out['widget_models_saved_names']) or 'none'}: the anywidget's "
@@ -582,6 +695,7 @@ def main() -> None:
     out["kernel"] = summarize_kernel(raw)
     out["profile"] = raw["profile"]
     out["live_split"] = raw["live_split"]
+    out["compared_read_ms"] = raw["compared_read_ms"]
     for key in ("saved_notebook_bytes", "widget_views_left", "widget_models_saved", "widget_models_saved_names",
                 "widget_models_stock_nbclient", "widget_state_stock_nbclient_bytes", "widgets_opened"):
         out[key] = raw[key]
