@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 from nbcallback.widgets.format import metric, number, shown_loss
 from nbcallback.widgets.panels import RUN_COLORS, Panel
 from nbcallback.widgets.runs import (
-    RunFileError, RunRecord, label_by_difference, last_runs, load_run, skip_unreadable, status_word,
+    RunFileError, RunRecord, final_headings, label_by_difference, last_runs, load_run, skip_unreadable, status_word,
 )
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
@@ -249,9 +249,7 @@ def compare_table(overlay: Overlay, view: View | None, words: Words = ENGLISH) -
     names = list(live_metrics)
     for run in overlay.runs:
         names += [name for name in run.metrics if name not in names]
-    loss = words("panel_loss")
-    shown = [f"{name} ({words('legend_eval')})" if name in (loss, "loss") else name for name in names]  # not the
-    header = [words("compare_run"), words("compare_status"), words("col_epoch"), loss, *shown]  # training loss
+    header = final_headings(names, words)
 
     def cell(value: Any) -> str:
         return "–" if value is None else metric(value) if not isinstance(value, float) else number(value)

@@ -42,7 +42,7 @@ from nbcallback.widgets.words import Words
 __all__ = ["FORMAT", "VERSION", "STORED_POINTS", "RunMemo", "RunRecord", "RunFileError", "Comparison",
            "current_notebook", "records_dir", "settings_of", "remember_run", "save_run", "list_runs", "load_run",
            "delete_runs", "label_by_difference", "labels_for", "compare", "skip_unreadable",
-           "status_word", "live_settings", "last_runs"]
+           "status_word", "live_settings", "last_runs", "final_headings"]
 
 #: The ``format`` field of every run record.
 FORMAT = "nbcallback-run"
@@ -700,6 +700,14 @@ def _as_records(runs: int | RunRef | Iterable[RunRef] | None, notebook: str | No
     return records
 
 
+def final_headings(metrics: Sequence[str], words: Words) -> list[str]:
+    """The headings of a table of runs' final metrics (``compare()``'s and the Dashboard's): run, status, epoch,
+    the training loss, then each evaluation metric; an evaluation metric named loss reads "loss (eval)"."""
+    loss = words("panel_loss")
+    shown = [f"{name} ({words('legend_eval')})" if name in (loss, "loss") else name for name in metrics]
+    return [words("compare_run"), words("compare_status"), words("col_epoch"), loss, *shown]
+
+
 def _final_table(records: Sequence[RunRecord], labels: Sequence[str], words: Words) -> list[list[str]]:
     metrics: list[str] = []
     for record in records:
@@ -708,8 +716,7 @@ def _final_table(records: Sequence[RunRecord], labels: Sequence[str], words: Wor
     def number(value: Any) -> str:
         return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
-    header = [words("compare_run"), words("compare_status"), words("col_epoch"), words("panel_loss"), *metrics]
-    rows = [header]
+    rows = [final_headings(metrics, words)]
     for record, label in zip(records, labels):
         final = record.final
         rows.append([label, status_word(record.status, words), str(final.get("epochs_done", "—")), number(final.get("loss")),

@@ -67,14 +67,14 @@ def test_compare_n_draws_the_last_n_runs_labelled_by_what_differs() -> None:
     assert len(list_runs()) == 4 and all(run.name != list_runs()[-1].name for run in overlay.runs)
     # The text view lists the runs once at the start (before the first epoch's line) and again at the end.
     lines = text.splitlines()
-    assert lines[1] == "2 earlier runs to compare with:"
+    assert lines[1] == "Earlier runs to compare with (2):"
     assert lines[2].split() == ["run", "status", "epoch", "loss", "accuracy", "eval_loss"]  # (the test's metric)
     assert [line.split()[:2] for line in lines[3:5]] == [["lr", "0.2"], ["lr", "0.05"]]
     assert lines[5].startswith("epoch 1/2")
-    end = lines[lines.index("2 earlier runs to compare with:", 2):]
+    end = lines[lines.index("Earlier runs to compare with (2):", 2):]
     assert end[2].split()[:4] == ["this", "run", "finished", "2"]  # the live run first, with its final numbers
     assert end[3].split()[:4] == ["lr", "0.2", "finished", "2"]
-    assert text.count("earlier runs to compare with") == 2
+    assert text.count("Earlier runs to compare with") == 2
 
 
 def test_runs_named_by_label_and_by_path_and_a_stretched_x() -> None:
@@ -250,7 +250,7 @@ def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel:
     html = _text(snapshot["text/html"])
     assert "this run finished 2" in html and "lr 0.2 finished 2" in html
     assert 'title="lr 0.2 (' in snapshot["text/html"] and RUN_COLORS[0] in snapshot["text/html"]
-    assert "1 earlier runs to compare with:" in snapshot["text/plain"]
+    assert "Earlier runs to compare with (1):" in snapshot["text/plain"]
     assert re.search(r"this run\s+finished\s+2", snapshot["text/plain"])
 
 
@@ -336,6 +336,14 @@ def test_an_evaluation_loss_column_is_not_mistaken_for_the_training_loss() -> No
     assert rows == [["lr 0.1", "stopped", "1", "0.5", "0.9", "0.4"]] and colors == [RUN_COLORS[0]]
     header, rows, _ = compare_table(Overlay.of([run]), None, Words("zh_CN"))
     assert header == ["运行", "结果", "轮次", "损失", "accuracy", "loss (验证)"] and rows[0][1] == "已停止"
+    # compare(), outside a run, heads its table the same way (one place: runs.final_headings).
+    train(0.05)
+    rec = list_runs()[-1]
+    data = json.loads(rec.path.read_text())
+    data["final"]["metrics"]["loss"] = data["final"]["metrics"].pop("eval_loss")
+    rec.path.write_text(json.dumps(data))
+    assert str(runs_module.compare(1)).splitlines()[0].split() == ["run", "status", "epoch", "loss", "accuracy",
+                                                                   "loss", "(eval)"]
 
 
 def test_a_loop_of_ones_own_compares_too() -> None:
@@ -347,7 +355,7 @@ def test_a_loop_of_ones_own_compares_too() -> None:
         for step in range(20):
             board.log(loss=torch.tensor(1.0 / (step + 1)))
     assert board.overlay is not None and len(board.overlay.runs) == 1
-    assert "1 earlier runs to compare with:" in out.getvalue()
+    assert "Earlier runs to compare with (1):" in out.getvalue()
     assert re.search(r"this run\s+finished\s+1", out.getvalue())
 
 
@@ -367,5 +375,30 @@ def test_the_static_display_shows_the_table_live_and_in_the_snapshot(kernel: _Si
     bundles = kernel.handles[0].bundles
     assert all("nbc-compare" in bundle["text/html"] for bundle in bundles[1:]), len(bundles)
     assert re.search(r"this run\s+finished", _text(bundles[-1]["text/html"]))
-    assert "1 earlier runs to compare with:" in bundles[-1]["text/plain"]
+    assert "Earlier runs to compare with (1):" in bundles[-1]["text/plain"]
     assert dash.last_png is not None and _faint_pixels(dash.last_png, RUN_COLORS[0]) > 60
+
+
+def test_a_run_with_other_series_is_drawn_where_it_shares_one_and_the_run_goes_on(kernel: _Sink) -> None:
+    """An earlier run that evaluated another metric (and none of the live run's) and logged no lr: its loss is drawn,
+    its own metric gets no panel of the live run's, its final metrics stay in the table; no warning, the run ends
+    finished with its PNG."""
+    train(0.05)
+    rec = list_runs()[-1]
+    data = json.loads(rec.path.read_text())
+    series = data["plot"]["series"]
+    series["eval:top5"] = series.pop("eval:accuracy")
+    series.pop("lr", None)
+    data["plot"]["metrics"] = ["top5" if name == "accuracy" else name for name in data["plot"]["metrics"]]
+    data["final"]["metrics"] = {("top5" if name == "accuracy" else name): value
+                                for name, value in data["final"]["metrics"].items()}
+    rec.path.write_text(json.dumps(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dash, _ = train(0.1, display="widget", compare=1)
+    (earlier,) = dash.overlay.runs
+    assert "loss" in earlier.series and "eval:top5" in earlier.series and "eval:accuracy" not in earlier.series
+    assert dash.view().status == "finished" and dash.last_png is not None
+    assert _faint_pixels(dash.last_png, earlier.color) > 60  # its loss, under the live loss
+    snapshot = kernel.handles[-1].bundles[-1]["text/html"]
+    assert "top5" in _text(snapshot)  # its own metric is still in the table of final metrics
