@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from typing import Any
+from typing import Any, Sequence
 
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
@@ -139,6 +139,18 @@ def table(view: View, words: Words = ENGLISH) -> tuple[list[str], list[list[str]
 def display_width(text: str) -> int:
     """The terminal columns ``text`` takes: two for each wide character (Chinese), one for the others."""
     return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def aligned(table: Sequence[Sequence[str]]) -> list[str]:
+    """``table``'s rows as text lines in terminal columns (a Chinese cell takes two a character): the first column
+    left-aligned (names), the others right-aligned (numbers), two spaces between."""
+    widths = [max(display_width(row[j]) for row in table) for j in range(len(table[0]))] if table else []
+
+    def pad(text: str, j: int) -> str:
+        room = " " * (widths[j] - display_width(text))
+        return text + room if j == 0 else room + text
+
+    return ["  ".join(pad(cell, j) for j, cell in enumerate(row)).rstrip() for row in table]
 
 
 def text_table(view: View, words: Words = ENGLISH) -> list[str]:

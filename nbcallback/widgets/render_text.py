@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from nbcallback.widgets.env import is_tty
 from nbcallback.widgets.format import (
-    display_width, duration, metric, number, progress_parts, run_summary, share_percent, short_seconds, shown_loss,
+    aligned, display_width, duration, metric, number, progress_parts, run_summary, share_percent, short_seconds, shown_loss,
     text_table,
 )
 from nbcallback.widgets.overlay import Overlay, compare_table
@@ -249,12 +249,5 @@ def compare_text(overlay: Overlay, view: View | None, words: Words = ENGLISH) ->
     """The compared runs and their final metrics as text lines: a heading, then a table (with ``view``: the live
     run's row first)."""
     header, rows, _colors = compare_table(overlay, view, words)
-    table = [header, *rows]
-    widths = [max(display_width(row[j]) for row in table) for j in range(len(header))]
-
-    def pad(text: str, j: int) -> str:
-        room = " " * (widths[j] - display_width(text))
-        return text + room if j == 0 else room + text
-
-    lines = ["  ".join(pad(cell, j) for j, cell in enumerate(row)).rstrip() for row in table]
+    lines = aligned([header, *rows])
     return [words("compare_text", count=len(overlay.runs)), *("  " + line for line in lines)]

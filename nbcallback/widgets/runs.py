@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from nbcallback.paths import cache_home, run_dir
+from nbcallback.widgets.format import aligned, display_width
 from nbcallback.widgets.panels import RUN_COLORS, default_panels
 from nbcallback.widgets.plot import (
     MARGINS, PANEL_HEIGHT, PANEL_WIDTH, draw_run_line, font_family, palette_png, png_size, style_axes,
@@ -656,9 +657,8 @@ class Comparison:
         return target
 
     def __str__(self) -> str:
-        widths = [max(len(row[i]) for row in self.table) for i in range(len(self.table[0]))]
-        lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width)
-                           for i, (cell, width) in enumerate(zip(row, widths))).rstrip() for row in self.table]
+        lines = aligned(self.table)
+        widths = [max(display_width(row[j]) for row in self.table) for j in range(len(self.table[0]))]
         return "\n".join([lines[0], "  ".join("-" * width for width in widths), *lines[1:]])
 
     def __repr__(self) -> str:

@@ -402,3 +402,20 @@ def test_a_run_with_other_series_is_drawn_where_it_shares_one_and_the_run_goes_o
     assert _faint_pixels(dash.last_png, earlier.color) > 60  # its loss, under the live loss
     snapshot = kernel.handles[-1].bundles[-1]["text/html"]
     assert "top5" in _text(snapshot)  # its own metric is still in the table of final metrics
+
+
+def test_compare_text_table_lines_up_in_chinese() -> None:
+    """compare()'s text table and the Dashboard's are aligned in terminal columns (a Chinese character takes two):
+    the dashes under each heading are as wide as the widest cell of its column."""
+    from nbcallback.widgets.format import display_width
+
+    train(0.05)
+    train(0.1)
+    lines = str(runs_module.compare(2, lang="zh_CN")).splitlines()
+    header, dashes, *rows = lines
+    assert header.split()[:4] == ["运行", "结果", "轮次", "损失"]
+    assert display_width(header) == display_width(dashes) >= max(display_width(row) for row in rows)
+    ends = [index + len(run) for index, run in ((m.start(), m.group()) for m in re.finditer(r"-+", dashes))]
+    for row in rows:  # every number ends where its column's dashes end (numbers are right-aligned)
+        cells = [m for m in re.finditer(r"\S+", row)]
+        assert display_width(row[:cells[-1].end()]) == ends[-1]
