@@ -320,8 +320,8 @@ def _saved_per_step_times() -> dict[str, list[float]]:
     times = {}
     for path in LESSON_PATHS:
         notebook = nbformat.read(path, as_version=4)
-        # Left out: notebook 3b's run timed by a CallbackProfiler. In three passes of refresh_outputs.py on the idle
-        # machine (2026-11-29) it printed 4.6-7.2 ms per step (median 6.2) where the others printed 3.7-6.1 (4.6):
+        # Left out: notebook 3b's run timed by a CallbackProfiler. In four passes of refresh_outputs.py on the idle
+        # machine (2026-11-29) it printed 4.6-7.2 ms per step (median 5.8) where the others printed 3.7-6.1 (4.6):
         # a difference of that run's own, not of the pass (the profiler's cost alone, measured beside a plain run
         # in one process, is within this machine's noise; the cause is not found yet: see docs/development.md).
         text = "\n".join(output_text(output) for cell in notebook.cells if cell.cell_type == "code"
