@@ -265,7 +265,7 @@ assert ipywidgets.__version__ == "7.7.1", ipywidgets.__version__
 assert host() == "colab" and resolve_display() == "widget", (host(), resolve_display())
 assert not kernel_supports_subshells()  # ipykernel 6.17: clicks wait behind a busy cell
 
-import nbcallback.widgets.base as _base
+import nbcallback.widgets.board as _base
 
 made = []
 _choose = _base.choose_renderer

@@ -177,7 +177,7 @@ FEEDBACK = {
     "q2 seconds": ["epoch 1运行了3个step，每个step至少50 ms，因此至少用时150 ms，但你打印的是0.",
                    "（单位应是毫秒，不是秒？）"],
     # Which epoch overshoots first depends on the machine's load; the feedback is the same.
-    "q2 clock never restarted": ["用时约150 ms，但你打印的是", "请在每个epoch开始时重新开始计时（on_train_epoch_begin）"],
+    "q2 clock never restarted": ["ms，但你打印的是", "请在每个epoch开始时重新开始计时（on_train_epoch_begin）"],
     "q2 wrong division": ["每个step的时间是epoch时间除以该epoch的3个step（cb_params.batch_num）", "但你打印的是"],
     "q2 own format": ["预期打印形如 'Train epoch time: 152.345 ms, per step time: 50.782 ms' 的行，"
                       "但你的回调打印了 'epoch took", re.compile(r"但你的回调打印了 'epoch took \d+\.\d ms'。$")],
