@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 from nbcallback.widgets.format import metric, number, shown_loss
 from nbcallback.widgets.panels import RUN_COLORS, Panel
 from nbcallback.widgets.runs import (
-    RunFileError, RunRecord, final_headings, label_by_difference, last_runs, load_run, skip_unreadable, status_word,
+    RunRecord, final_headings, label_by_difference, last_runs, load_runs, status_word,
 )
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
@@ -174,13 +174,7 @@ def _records(wanted: int | tuple[Any, ...], notebook: str | None) -> list[RunRec
     """The runs named by ``wanted`` (checked by :func:`check_compare`); unreadable ones skipped with a warning."""
     if isinstance(wanted, int):
         return last_runs(wanted, notebook)
-    found = []
-    for ref in wanted:
-        try:
-            found.append(load_run(ref, notebook))
-        except (RunFileError, FileNotFoundError) as error:
-            skip_unreadable(RunFileError(str(error)))
-    return found
+    return load_runs(wanted, notebook)
 
 
 def _scaled(x: Any, factor: float) -> float | None:

@@ -43,7 +43,7 @@ from nbcallback.widgets.words import Words
 __all__ = ["FORMAT", "VERSION", "STORED_POINTS", "RunMemo", "RunRecord", "RunFileError", "Comparison",
            "current_notebook", "records_dir", "settings_of", "remember_run", "save_run", "list_runs", "load_run",
            "delete_runs", "label_by_difference", "labels_for", "compare", "skip_unreadable",
-           "status_word", "live_settings", "last_runs", "final_headings"]
+           "status_word", "live_settings", "last_runs", "load_runs", "final_headings"]
 
 #: The ``format`` field of every run record.
 FORMAT = "nbcallback-run"
@@ -439,7 +439,6 @@ def skip_unreadable(error: RunFileError) -> None:
     warnings.warn(f"{error} (skipped; the file is left as it is)", RuntimeWarning, stacklevel=3)
 
 
-_skip = skip_unreadable
 
 _STATUS_WORDS = ("starting", "running", "finished", "stopped", "interrupted", "error")
 
@@ -464,7 +463,7 @@ def list_runs(notebook: str | None = None) -> list[RunRecord]:
         try:
             records.append(_read(path))
         except RunFileError as error:
-            _skip(error)
+            skip_unreadable(error)
     return sorted(records, key=lambda record: (record.ended, str(record.path)))
 
 
@@ -479,7 +478,7 @@ def last_runs(count: int, notebook: str | None = None) -> list[RunRecord]:
         try:
             found.append(_read(path))
         except RunFileError as error:
-            _skip(error)
+            skip_unreadable(error)
         if len(found) == count:
             break
     return sorted(found, key=lambda record: (record.ended, str(record.path)))
@@ -690,13 +689,18 @@ def _as_records(runs: int | RunRef | Iterable[RunRef] | None, notebook: str | No
         if count < 1:
             raise ValueError(f"nbcallback.compare: the number of runs must be >= 1, got {runs!r}")
         return records[-count:]
-    refs = [runs] if isinstance(runs, (RunRecord, str, os.PathLike)) else list(runs)
+    return load_runs([runs] if isinstance(runs, (RunRecord, str, os.PathLike)) else list(runs), notebook)
+
+
+def load_runs(refs: Iterable[RunRef], notebook: str | None = None) -> list[RunRecord]:
+    """The runs ``refs`` name (records, files or labels, as :func:`load_run` takes them), in that order; one that
+    cannot be read or found is skipped with the one warning naming it (:func:`skip_unreadable`)."""
     records = []
     for ref in refs:
         try:
             records.append(load_run(ref, notebook))
         except (RunFileError, FileNotFoundError) as error:
-            _skip(RunFileError(str(error)))
+            skip_unreadable(RunFileError(str(error)))
     return records
 
 

@@ -320,10 +320,8 @@ def _saved_per_step_times() -> dict[str, list[float]]:
     times = {}
     for path in LESSON_PATHS:
         notebook = nbformat.read(path, as_version=4)
-        # Left out: notebook 3b's run timed by a CallbackProfiler. In four passes of refresh_outputs.py on the idle
-        # machine (2026-11-29) it printed 4.6-7.2 ms per step (median 5.8) where the others printed 3.7-6.1 (4.6):
-        # a difference of that run's own, not of the pass (the profiler's cost alone, measured beside a plain run
-        # in one process, is within this machine's noise; the cause is not found yet: see docs/development.md).
+        # Left out: notebook 3b's run timed by a CallbackProfiler, which prints slower steps than the rest in every
+        # pass on the idle machine for a reason not found yet (the measurements: docs/development.md).
         text = "\n".join(output_text(output) for cell in notebook.cells if cell.cell_type == "code"
                          and "CallbackProfiler()" not in cell.source for output in cell.get("outputs", []))
         if per_step_times(text):
