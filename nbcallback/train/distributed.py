@@ -156,7 +156,9 @@ def init_distributed(
         DistributedError: A rank did not arrive within the timeout, or the
             ranks disagree on the world size; the message names the ranks.
 
-    The process group is destroyed when the process exits (``atexit``); call
+    The process group, and the gloo groups nbcallback adds for its own
+    collectives, are destroyed when the process exits (``atexit``, before the
+    interpreter shuts down: see :class:`_OwnGroups`); call
     ``torch.distributed.destroy_process_group()`` yourself to end it earlier.
     """
     dist = torch.distributed
@@ -211,7 +213,8 @@ def init_distributed(
             f"Rank {rank} of {world_size} could not connect to the other ranks ({backend}, store at {where}) "
             f"within {seconds:g} s: {_first_line(exc)}. {_PEER_HINT} {_TIMEOUT_HINT}."
         ) from exc
-    atexit.register(_destroy_at_exit)
+    _OWN_GROUPS.owns_default = True
+    _at_exit(_OWN_GROUPS.close)
     return ParallelContext.detect()
 
 
@@ -335,12 +338,6 @@ def _join_namespace(store: Any, rank: int, world_size: int, deadline: float, sec
         pause = min(pause * 2, 0.2)
 
 
-def _destroy_at_exit() -> None:
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
-
-
 def _waited(what: str, action: Callable[[], _T]) -> _T:
     """``action()``, a collective; torch's error when a peer fails or the timeout passes, explained."""
     try:
@@ -374,13 +371,17 @@ def all_reduce(tensor: torch.Tensor, op: Any = None, *, what: str, group: Any = 
     """``torch.distributed.all_reduce`` (in place, blocking) whose failure names this rank and ``what`` it waited for.
 
     For the collectives callbacks add; bounded by the process group's
-    timeout (:func:`init_distributed`'s ``timeout_s``).
+    timeout (:func:`init_distributed`'s ``timeout_s``). A tensor on the host
+    goes through nbcallback's own gloo group, which is closed before the
+    interpreter exits (see :class:`_OwnGroups`).
 
     Raises:
         DistributedError: Another rank failed, left, or did not join within the timeout.
     """
     dist = torch.distributed
     reduce_op = dist.ReduceOp.SUM if op is None else op
+    if group is None and tensor.device.type == "cpu":
+        group = _OWN_GROUPS.group("host")
     _waited(what, lambda: dist.all_reduce(tensor, op=reduce_op, group=group))
 
 
@@ -391,30 +392,81 @@ def collective_device() -> torch.device:
     return torch.device("cpu")
 
 
-_CONTROL_GROUP: dict[int, Any] = {}
+class _OwnGroups:
+    """The gloo groups nbcallback opens beside the default group, and their end when the process exits.
+
+    * ``'votes'``: the stop votes (:class:`StopVote`). A group of their own
+      pairs the votes only with votes: ranks that run different numbers of
+      steps then meet in a vote, which names the difference, instead of one
+      rank's vote meeting another's gradient all-reduce. Under nccl a flag on
+      the GPU would also make every step wait for the device (``.item()``).
+    * ``'host'``: the sums on the host that callbacks and metrics add
+      (:func:`all_reduce` of a CPU tensor).
+
+    Each is created on first use, which every rank reaches at the same point,
+    for the default group of the moment (a new default group gets new ones).
+
+    Why nbcallback owns them: gloo's worker threads drop a finished
+    collective's tensors a moment after the collective returns. A tensor that
+    Python has let go of by then needs the GIL, and if that moment falls in
+    the interpreter's finalisation the process aborts ("terminate called
+    without an active exception"; pytorch/pytorch#179291). ``destroy_process_group``
+    does not stop gloo's threads, and the default group lives on in DDP. So at
+    exit (:meth:`close`, ``atexit``, while the interpreter is whole) these
+    groups are destroyed and their threads joined; the default group then has
+    carried DDP's own buffers only, which Python never holds.
+    """
+
+    def __init__(self) -> None:
+        self._world: int | None = None  # id() of the default group the groups belong to
+        self._groups: dict[str, Any] = {}  # purpose -> group (None: no gloo in this build)
+        self.owns_default = False  # init_distributed created the default group: close() destroys it too
+
+    def group(self, purpose: str) -> Any:
+        """The group for ``purpose`` (``'votes'`` or ``'host'``); None where gloo is missing (use the default)."""
+        dist = torch.distributed
+        world = id(dist.group.WORLD)
+        if world != self._world:  # a new default group: the old one's groups went with it
+            self._world, self._groups = world, {}
+        if purpose not in self._groups:
+            try:
+                self._groups[purpose] = dist.new_group(backend="gloo", timeout=_group_timeout())
+            except (RuntimeError, ValueError):  # a build without gloo
+                self._groups[purpose] = None
+            _at_exit(self.close)
+        return self._groups[purpose]
+
+    def close(self) -> None:
+        """Destroy nbcallback's groups, joining their threads (and the default group when nbcallback created it)."""
+        groups, self._groups, self._world = self._groups, {}, None
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()):
+            return
+        if self.owns_default:
+            self.owns_default = False
+            dist.destroy_process_group()
+        else:
+            for group in groups.values():
+                if group is not None:
+                    dist.destroy_process_group(group)
+        # The last references: each group's C++ side ends here, joining its worker threads (torch releases the
+        # GIL for it, so a thread still holding a tensor can let it go).
+        groups.clear()
+
+
+def _at_exit(function: Callable[[], None]) -> None:
+    """Run ``function`` once when the process exits."""
+    atexit.unregister(function)
+    atexit.register(function)
+
+
+_OWN_GROUPS = _OwnGroups()
 
 
 def _control_group() -> tuple[Any, torch.device]:
-    """The group for the stop votes: a gloo side group on the host, under gloo and under nccl.
-
-    A group of their own pairs the votes only with votes: ranks that run
-    different numbers of steps then meet in a vote, which names the
-    difference, instead of one rank's vote meeting another's gradient
-    all-reduce. Under nccl a flag on the GPU would also make every step wait
-    for the device (``.item()``). Created on first use, which every rank
-    reaches at the same point (the first step).
-    """
-    dist = torch.distributed
-    key = id(dist.group.WORLD)
-    if key not in _CONTROL_GROUP:
-        try:
-            _CONTROL_GROUP[key] = dist.new_group(backend="gloo", timeout=_group_timeout())
-        except (RuntimeError, ValueError):  # a build without gloo
-            _CONTROL_GROUP[key] = False
-    group = _CONTROL_GROUP[key]
-    if group is False:
-        return None, collective_device()
-    return group, torch.device("cpu")
+    """The group for the stop votes, and where their flags live (the host; the default group's device without gloo)."""
+    group = _OWN_GROUPS.group("votes")
+    return group, (torch.device("cpu") if group is not None else collective_device())
 
 
 # --------------------------------------------------------------------------- callbacks on every rank or on rank 0
