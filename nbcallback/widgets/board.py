@@ -667,10 +667,10 @@ class Board:
         if sampler.countdown > 0:  # only a request was pending
             return stop
         now = self.settings.clock()
-        sampler.check(now)
         if self._scheduler.due(now):
             self._record(now)
             self._refresh(now)
+        sampler.check(now, self._scheduler.next_due())
         return stop
 
     @_counted

@@ -1,7 +1,7 @@
 """Per-step sampling: what the step hooks keep of each training step, and when they next look at the clock.
 
 A step only appends its loss object (a Model run's ``net_outputs``) and counts down; at zero the clock is read and
-the stride to the next check adapted (about 20 checks a second).  :meth:`StepSampler.record` converts the kept
+the stride to the next check adapted, aimed at the next refresh (about three checks per refresh).  :meth:`StepSampler.record` converts the kept
 outputs (one device synchronisation) and folds them into the :class:`~nbcallback.widgets.state.TrainingState`; it
 is given plain values (the step, the batch's size, the optimizer), never a framework's objects.
 """
@@ -16,14 +16,15 @@ from nbcallback.widgets.state import TrainingState
 
 __all__ = ["StepSampler", "losses_to_floats", "batch_size", "learning_rate"]
 
-CHECK_PERIOD = 0.05  # seconds between clock checks: well under one refresh interval
+CHECK_PERIOD = 0.05  # the shortest time between clock checks: how late a due refresh can come
+MAX_CHECK_GAP = 0.15  # the longest: how late a refresh can come when the steps suddenly slow down (x the slowdown)
 _MAX_STRIDE = 4096  # a slowdown after very fast steps is noticed within this many steps
 
 
-def next_stride(stride: int, seconds: float) -> int:
-    """Steps to the next clock check when the last ``stride`` steps took ``seconds``: about ``CHECK_PERIOD``
-    apart, growing at most 4x per check so a few fast steps cannot delay the next check long."""
-    wanted = round(stride * CHECK_PERIOD / seconds) if seconds > 0 else 4 * stride
+def next_stride(stride: int, seconds: float, ahead: float = CHECK_PERIOD) -> int:
+    """Steps to the next clock check when the last ``stride`` steps took ``seconds``: about ``ahead`` seconds on,
+    growing at most 4x per check so a few fast steps cannot delay the next check long."""
+    wanted = round(stride * ahead / seconds) if seconds > 0 else 4 * stride
     return max(1, min(wanted, 4 * stride, _MAX_STRIDE))
 
 
@@ -105,9 +106,11 @@ class StepSampler:
         self.countdown = self.stride = 1
         self.t_check = now
 
-    def check(self, now: float) -> None:
-        """The countdown reached zero at ``now``: set the next one from the steps' pace."""
-        self.countdown = self.stride = next_stride(self.stride, now - self.t_check)
+    def check(self, now: float, due: float) -> None:
+        """The countdown reached zero at ``now``: set the next one from the steps' pace, at the next refresh (``due``,
+        monotonic seconds), between ``CHECK_PERIOD`` and ``MAX_CHECK_GAP`` on."""
+        ahead = min(max(due - now, CHECK_PERIOD), MAX_CHECK_GAP)
+        self.countdown = self.stride = next_stride(self.stride, now - self.t_check, ahead)
         self.t_check = now
 
     def record(self, state: TrainingState, now: float, *, phase: str, step: int, read: bool, eval_step: int = 0,

@@ -15,8 +15,9 @@ from nbcallback.widgets.sampling import CHECK_PERIOD
 
 __all__ = ["RefreshScheduler"]
 
-#: After a phase change, how long past the due refresh the timer waits (three clock checks) before it sends, and
-#: again while the training thread has checked the clock within it (steps still come and refresh).
+#: After a phase change, how long past the due refresh the timer waits before it sends (0.15 s: a new phase reaches
+#: the page within half a second), and again while the training thread has checked the clock within it (steps still
+#: come and refresh; a step that checks the clock later than that finds the refresh already sent).
 LATE_GRACE = 3 * CHECK_PERIOD
 
 
@@ -47,6 +48,10 @@ class RefreshScheduler:
     def due(self, now: float) -> bool:
         """Whether a refresh is due at ``now``."""
         return now - self.t_refresh >= self.interval
+
+    def next_due(self) -> float:
+        """When the next refresh is due (monotonic seconds; -inf before the first)."""
+        return self.t_refresh + self.interval
 
     def sent(self, now: float) -> None:
         """A view went out at ``now`` outside :meth:`refresh` (the one the renderer opened with)."""

@@ -33,14 +33,24 @@ def test_the_sampler_keeps_outputs_only_while_open_and_records_them_in_one_go() 
     assert sampler.outputs == []
 
 
-def test_the_sampler_checks_the_clock_about_twenty_times_a_second() -> None:
+def test_the_sampler_aims_its_clock_checks_at_the_next_refresh() -> None:
     sampler = StepSampler()
     sampler.new_phase(10.0)
     assert sampler.countdown == sampler.stride == 1
-    sampler.check(10.002)  # one 2 ms step: the next check 4 steps on (at most x4 per check)
+    sampler.check(10.002, due=10.5)  # one 2 ms step: the next check 4 steps on (at most x4 per check)
     assert sampler.countdown == sampler.stride == 4 and sampler.t_check == 10.002
-    sampler.check(10.010)  # 4 steps of 2 ms: 25 steps make 50 ms, capped at x4 -> 16
+    sampler.check(10.010, due=10.5)  # 4 steps of 2 ms; the refresh is far: 75 steps make 0.15 s, capped at x4
     assert sampler.stride == 16
+    sampler.check(10.042, due=10.5)  # 16 steps of 2 ms: at most 0.15 s on (MAX_CHECK_GAP), 75 steps
+    assert sampler.stride == 64
+    sampler.check(10.170, due=10.5)
+    assert sampler.stride == 75
+    sampler.check(10.320, due=10.5)
+    assert sampler.stride == 75
+    sampler.check(10.470, due=10.5)  # the refresh is due in 30 ms: no sooner than 50 ms on (CHECK_PERIOD)
+    assert sampler.stride == 25
+    sampler.check(10.520, due=10.85)  # refreshed at 10.5: the next is due 0.33 s on; a check at most 0.15 s on
+    assert sampler.stride == 75
 
 
 def test_refreshes_are_throttled_to_the_interval() -> None:
