@@ -77,7 +77,16 @@ def test_init_distributed_joins_the_restarted_group(tmp_path: Path) -> None:
 
 
 def test_torch_init_process_group_reads_the_killed_ranks_address(tmp_path: Path) -> None:
-    """Documents the upstream behaviour init_distributed works around; if this fails, torch fixed it."""
-    joined, outputs = two_attempts("plain", tmp_path)
+    """Documents the upstream behaviour init_distributed works around; if this fails, torch fixed it.
+
+    torch's failure depends on timing: in one whole run of the suite with two torch threads (2026-11-29) its
+    restarted group formed anyway. So up to three restarts are tried, and torch must fail in at least one.
+    """
+    for attempt in range(3):
+        folder = tmp_path / f"restart{attempt}"
+        folder.mkdir()
+        joined, outputs = two_attempts("plain", folder)
+        if joined[0] is False:
+            break
     assert joined[0] is False
     assert "connectFullMesh failed" in outputs[0] and "Connection refused" in outputs[0], outputs[0][-3000:]
