@@ -79,14 +79,18 @@ def test_init_distributed_joins_the_restarted_group(tmp_path: Path) -> None:
 def test_torch_init_process_group_reads_the_killed_ranks_address(tmp_path: Path) -> None:
     """Documents the upstream behaviour init_distributed works around; if this fails, torch fixed it.
 
-    torch's failure depends on timing: in one whole run of the suite with two torch threads (2026-11-29) its
-    restarted group formed anyway. So up to three restarts are tried, and torch must fail in at least one.
+    torch's failure depends on timing, and so does its shape: in one whole run of the suite with two torch threads
+    (2026-11-29) its restarted group formed anyway, in another rank 1 failed first while rank 0 was still retrying
+    the dead address (Gloo's ``connectFullMesh failed … Connection refused`` comes when that retry times out). So up
+    to three restarts are tried, and in at least one the group must not form; the scenario is then the one
+    ``test_init_distributed_joins_the_restarted_group`` passes. docs/distributed.md has the measured failures.
     """
+    tries = []
     for attempt in range(3):
         folder = tmp_path / f"restart{attempt}"
         folder.mkdir()
         joined, outputs = two_attempts("plain", folder)
-        if joined[0] is False:
+        tries.append((joined, [output[-1500:] for output in outputs]))
+        if not all(joined):
             break
-    assert joined[0] is False
-    assert "connectFullMesh failed" in outputs[0] and "Connection refused" in outputs[0], outputs[0][-3000:]
+    assert not all(tries[-1][0]), tries
