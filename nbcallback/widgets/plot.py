@@ -204,7 +204,7 @@ def style_axes(ax: Any, title: str, xlabel: str, family: Sequence[str]) -> None:
     """A panel's title, x label, grid, ticks and spines, as every nbcallback figure draws them."""
     text = {"fontfamily": list(family)}
     # y=1.0: at the top, where matplotlib's automatic placement puts it anyway (nothing is drawn above the
-    # panels' top edge); the automatic one measures every tick label first, a fifth of the drawing time.
+    # panels' top edge); the automatic placement measures every tick label first.
     ax.set_title(title, fontsize=11, color=_TEXT, loc="left", pad=18, y=1.0, **text)
     ax.set_xlabel(xlabel, fontsize=9.5, color=_MUTED, **text)
     ax.grid(True, color=_GRID, linewidth=0.7)

@@ -2,8 +2,8 @@
 
 gloo's worker threads let go of a finished collective's tensors a moment after it returns; a tensor Python has
 dropped by then needs the GIL, and during the interpreter's finalisation that aborts the process ("terminate called
-without an active exception", SIGABRT, pytorch/pytorch#179291). It hit about one run in seven of
-``test_two_nodes.py``. nbcallback keeps its collectives on gloo groups of its own and joins their threads at exit.
+without an active exception", SIGABRT, pytorch/pytorch#179291; docs/distributed.md, "A clean exit", has the
+measured launches). nbcallback keeps its collectives on gloo groups of its own and joins their threads at exit.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ WORKER = Path(__file__).with_name("exit_worker.py")
 
 
 def test_a_script_with_votes_in_flight_exits_cleanly_on_every_rank(tmp_path: Path) -> None:
-    # Before the fix, 5 launches of 5 aborted at exit with 30 votes in flight; one launch is a strong check.
+    # 30 votes in flight make the abort likely on the code before the fix (docs/distributed.md has the count).
     proc = run_job(WORKER, ["script", str(tmp_path)], nproc=2, timeout=120)
     output = proc.stdout + proc.stderr
     assert "terminate called" not in output, output[-3000:]
