@@ -3,15 +3,16 @@ goes" when a ``CallbackProfiler`` times the same run, and earlier runs drawn fai
 (``compare=``, :mod:`nbcallback.widgets.overlay`)."""
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from nbcallback.train.profiler import CallbackProfiler
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
 from nbcallback.widgets.overlay import CompareArg, Overlay, check_compare, read_overlay
 from nbcallback.widgets.panels import time_facts
-from nbcallback.widgets.runs import live_settings
+from nbcallback.widgets.runs import current_notebook, live_settings
 from nbcallback.widgets.sampling import learning_rate
 
 __all__ = ["Dashboard"]
@@ -26,13 +27,47 @@ class _TimeBar:
     timed_by: tuple[Any, tuple[str, ...]] | None = None
 
 
+class _Reading:
+    """The earlier runs being read on a thread of their own, from the run's start: their files may sit on a slow or
+    network disk (a JupyterHub home folder), and the live widget's training thread does not wait for them while it
+    trains.  :meth:`done` says whether the read has ended; :meth:`result` waits for it."""
+
+    def __init__(self, read: Callable[[], Overlay | None]) -> None:
+        self._read = read
+        self._outcome: Overlay | Exception | None = None
+        self._thread = threading.Thread(target=self._run, name="nbcallback-compare-read", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._outcome = self._read()
+        except Exception as exc:  # raised again by result(), where the run is
+            self._outcome = exc
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self) -> Overlay | None:
+        """The overlay read (None: no run to draw), once the read has ended.
+
+        Raises:
+            Exception: what the read raised.
+        """
+        self._thread.join()
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
+
+
 @dataclass
 class _Compared:
-    """The earlier runs to draw under the live one: what ``compare`` named (checked) and, during a run, the
-    :class:`~nbcallback.widgets.overlay.Overlay` read at its start (None: nothing to draw)."""
+    """The earlier runs to draw under the live one: what ``compare`` named (checked) and, during a run, the read
+    under way (``reading``) and then the :class:`~nbcallback.widgets.overlay.Overlay` it gave (None: nothing to
+    draw)."""
 
     wanted: int | tuple[Any, ...] | None
     overlay: Overlay | None = None
+    reading: _Reading | None = None
 
 
 class Dashboard(LiveLossPlot):
@@ -56,8 +91,9 @@ class Dashboard(LiveLossPlot):
             labelled by what differs from this run (``"lr 0.1"``), with a table of their final metrics whose live
             row updates: a number N (the last N runs of this notebook, see :func:`~nbcallback.widgets.list_runs`),
             or runs named by label, file or ``RunRecord`` (one or a list); None or 0 (default): none.  The runs are
-            read once, when the run starts (a file that cannot be read is one warning naming it; the run goes on);
-            the snapshot, the final PNG and the text view keep them.
+            read once, when the run starts (the live widget reads them on a thread of its own and draws them a
+            moment later, so a slow disk never holds the training; a file that cannot be read is one warning naming
+            it; the run goes on); the snapshot, the final PNG and the text view keep them.
         **kwargs: the :class:`LiveLossPlot` arguments.
 
     Example::
@@ -93,7 +129,8 @@ class Dashboard(LiveLossPlot):
 
     @property
     def overlay(self) -> Overlay | None:
-        """The earlier runs drawn under the current (or last) run, as read at its start; None: none."""
+        """The earlier runs drawn under the current (or last) run, as read at its start (the live widget's: once the
+        read has ended); None: none."""
         return self.compared.overlay
 
     # ------------------------------------------------------------------ the time bar
@@ -133,23 +170,46 @@ class Dashboard(LiveLossPlot):
     # ------------------------------------------------------------------ earlier runs
 
     def _read_compared(self, cb_params: Any) -> None:
-        """At the start of a training run: read the earlier runs ``compare`` names (once; never per step or per
-        refresh), label them by what differs from this run and hand them to the renderer."""
+        """At the start of a training run: read the earlier runs ``compare`` names, once (never per step or per
+        refresh), labelled by what differs from this run.  The live widget has them read on a thread of their own
+        and shows them at the first refresh after the read (:meth:`_show_compared`); a text log or a static display
+        lists them here, at the start."""
         compared = self.compared
-        compared.overlay = None
+        compared.overlay = compared.reading = None
         if not compared.wanted or self._depth > 1 or self.mode == "off" or not hasattr(cb_params, "get"):
             return
-        try:
+        try:  # what the read needs from the run, taken on this thread (the notebook: its working folder)
             settings = live_settings(self, cb_params, lr=learning_rate(self._run.optimizer))
             steps = int(cb_params.get("batch_num") or 0) or None
-            compared.overlay = read_overlay(compared.wanted, settings, steps)
+            wanted, notebook = compared.wanted, current_notebook()
         except Exception as exc:  # comparing is a convenience: the run goes on without it
-            warnings.warn(f"Dashboard(compare=...): the earlier runs could not be read ({type(exc).__name__}: "
-                          f"{exc}); this run goes on without them.", RuntimeWarning, stacklevel=4)
+            self._compare_failed(exc)
+            return
+        compared.reading = _Reading(lambda: read_overlay(wanted, settings, steps, notebook))
+        if self.mode != "widget":
+            self._show_compared(wait=True)
+
+    def _show_compared(self, wait: bool) -> None:
+        """Hand the earlier runs to the renderer once they are read: at a refresh when the read has ended (while
+        the run trains, never waiting for it), and at the latest at the run's end (``wait``)."""
+        compared = self.compared
+        reading = compared.reading
+        if reading is None or not (wait or reading.done()):
+            return
+        compared.reading = None
+        try:
+            compared.overlay = reading.result()
+        except Exception as exc:
+            self._compare_failed(exc)
             return
         if compared.overlay is not None:
             overlay, view = compared.overlay, self._live_view(self.settings.clock())
             self._guard(lambda: self.renderer.show_runs(overlay, view))
+
+    @staticmethod
+    def _compare_failed(exc: Exception) -> None:
+        warnings.warn(f"Dashboard(compare=...): the earlier runs could not be read ({type(exc).__name__}: {exc}); "
+                      "this run goes on without them.", RuntimeWarning, stacklevel=5)
 
     def _final_png(self) -> tuple[bytes | None, int | None]:
         """The final plot with the earlier runs drawn faint under the live one (LiveLossPlot's without them)."""
@@ -176,12 +236,14 @@ class Dashboard(LiveLossPlot):
         state["compared"] = _Compared(self.compared.wanted)
         return state
 
-
     def _update(self, now: float) -> None:
         self._take_time()
+        self._show_compared(wait=False)
         super()._update(now)
 
     def _finalize(self, exc: BaseException | None) -> None:
         self._take_time()
+        with self._scheduler.lock:  # (a timer's late refresh may be showing them)
+            self._show_compared(wait=True)
         super()._finalize(exc)
         self.time_bar.timed_by = None  # the run's profiler is not kept past its run

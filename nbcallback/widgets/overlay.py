@@ -1,6 +1,6 @@
 """The earlier runs a ``Dashboard(compare=...)`` draws faint under the live one (issue #47).
 
-:func:`read_overlay` reads the remembered runs once, when the run starts (``runs.list_runs`` / ``runs.load_run``;
+:func:`read_overlay` reads the remembered runs once, when the run starts (``runs.last_runs`` / ``runs.load_runs``;
 a file that cannot be read is one warning naming it, and the run goes on), and turns them into an
 :class:`Overlay`: an immutable value the Dashboard holds and hands to its renderer.  Each :class:`OverlayRun` is
 labelled by what differs from the live run (``runs.label_by_difference``: ``"lr 0.1"``), has its own muted colour
@@ -12,18 +12,18 @@ The live widget gets :meth:`Overlay.to_json` once (its ``compare`` trait), never
 refresh's y ranges take the overlay in through :func:`combined_range` (its extremes are kept, so this costs a few
 comparisons); the final PNG draws the same lines (``plot.render_png``); :func:`compare_table` is the small table of
 final metrics (the live run's row from the current :class:`~nbcallback.widgets.state.View`), which
-``render_html`` and ``render_text`` show.
+``render_html`` and ``render_text`` show (:func:`compare_columns`, :func:`live_row` and :func:`earlier_rows` are
+its parts: the live widget's refreshes rebuild only the live row).
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any, Mapping, Sequence, Union
 
 from nbcallback.widgets.format import metric, number, shown_loss
-from nbcallback.widgets.panels import RUN_COLORS, Panel
+from nbcallback.widgets.panels import RUN_COLORS, Panel, drawable_extent
 from nbcallback.widgets.runs import (
     RunRecord, final_headings, label_by_difference, last_runs, load_runs, status_word,
 )
@@ -31,7 +31,7 @@ from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
 
 __all__ = ["CompareArg", "OverlayRun", "Overlay", "check_compare", "read_overlay", "combined_range",
-           "compare_table"]
+           "compare_columns", "live_row", "earlier_rows", "compare_table"]
 
 #: What ``Dashboard(compare=...)`` takes: None or 0 (no comparison), a number of runs, or runs named by record,
 #: path or label (one or a list).
@@ -95,20 +95,16 @@ class OverlayRun:
         return self.label if self.name == self.label else f"{self.label} ({self.name})"
 
 
-def _extent(values: Iterable[Any], log: bool) -> tuple[float, float] | None:
-    usable = [v for v in values if v is not None and math.isfinite(v) and (v > 0 or not log)]
-    return (min(usable), max(usable)) if usable else None
-
-
 def _merge(a: tuple[float, float] | None, b: tuple[float, float] | None) -> tuple[float, float] | None:
     if a is None or b is None:
         return a or b
     return min(a[0], b[0]), max(a[1], b[1])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Overlay:
-    """The earlier runs drawn under the live one (see the module); ``runs`` newest first."""
+    """The earlier runs drawn under the live one (see the module); ``runs`` newest first.  Equal only to itself
+    (hashable: ``render_html`` keeps its table's fixed rows while the run refreshes)."""
 
     runs: tuple[OverlayRun, ...]
     #: (data key, log scale) -> the smallest and largest y over every run: the y ranges need no pass over points.
@@ -120,8 +116,12 @@ class Overlay:
         extents: dict[tuple[str, bool], tuple[float, float]] = {}
         for run in runs:
             for key, cols in run.series.items():
-                for log in (False, True):
-                    found = _merge(extents.get((key, log)), _extent(cols["y"], log))
+                linear = drawable_extent(cols["y"], False)
+                if linear is None:
+                    continue
+                positive = linear if linear[0] > 0 else drawable_extent(cols["y"], True)
+                for log, found in ((False, linear), (True, positive)):
+                    found = _merge(extents.get((key, log)), found)
                     if found is not None:
                         extents[(key, log)] = found
         return cls(tuple(runs), MappingProxyType(extents))
@@ -149,7 +149,7 @@ class Overlay:
         found = None
         for run in self.runs:
             for cols in run.series.values():
-                found = _merge(found, _extent(cols["x"], False))
+                found = _merge(found, drawable_extent(cols["x"], False))
         return found
 
     def to_json(self) -> dict[str, Any]:
@@ -177,12 +177,9 @@ def _records(wanted: int | tuple[Any, ...], notebook: str | None) -> list[RunRec
     return load_runs(wanted, notebook)
 
 
-def _scaled(x: Any, factor: float) -> float | None:
-    return None if x is None else x * factor
-
-
 def _line(cols: Mapping[str, Sequence[Any]], factor: float) -> dict[str, tuple[float | None, ...]]:
-    return {"x": tuple(_scaled(x, factor) for x in cols["x"]), "y": tuple(cols["y"])}
+    xs = cols["x"] if factor == 1.0 else (None if x is None else x * factor for x in cols["x"])
+    return {"x": tuple(xs), "y": tuple(cols["y"])}
 
 
 def read_overlay(wanted: int | tuple[Any, ...] | None, live_settings: Mapping[str, Any],
@@ -231,31 +228,48 @@ def record_time(record: RunRecord) -> str:
 # ---------------------------------------------------------------------------------------------- the table
 
 
+def _live_metrics(view: View | None) -> dict[str, Any]:
+    """The live run's last evaluation (a finished epoch's row when there is one)."""
+    if view is None:
+        return {}
+    rows = [row for row in view.rows if not row.partial] or list(view.rows)
+    return dict(rows[-1].values) if rows else {}
+
+
+def compare_columns(overlay: Overlay, view: View | None) -> tuple[str, ...]:
+    """The metric columns of the compared runs' table: the live run's first (from ``view``), then the others'."""
+    names = list(_live_metrics(view))
+    for run in overlay.runs:
+        names += [name for name in run.metrics if name not in names]
+    return tuple(names)
+
+
+def _cell(value: Any) -> str:
+    return "–" if value is None else metric(value) if not isinstance(value, float) else number(value)
+
+
+def live_row(view: View, names: Sequence[str], words: Words = ENGLISH) -> list[str]:
+    """The live run's row of the table (``names``: :func:`compare_columns`): its status, epochs, smoothed loss and
+    last evaluation; it changes at each refresh."""
+    values = _live_metrics(view)
+    return [words("compare_this_run"), status_word(view.status, words), str(view.epochs_done),
+            _cell(shown_loss(view)), *(_cell(values.get(name)) for name in names)]
+
+
+def earlier_rows(overlay: Overlay, names: Sequence[str], words: Words = ENGLISH) -> list[list[str]]:
+    """The earlier runs' rows, newest first: their final numbers (they change only with the columns)."""
+    return [[run.label, status_word(run.status, words), _cell(run.epochs_done),
+             _cell(None if run.loss is None else float(run.loss)), *(_cell(run.metrics.get(name)) for name in names)]
+            for run in overlay.runs]
+
+
 def compare_table(overlay: Overlay, view: View | None, words: Words = ENGLISH) -> tuple[list[str], list[list[str]],
                                                                                            list[str]]:
     """The compared runs' final metrics: the header, one row per run (the live run first, from ``view``: its
     smoothed loss and its last evaluation, so it changes at each refresh; then the earlier runs, newest first) and
     each row's colour (the live run's is ``'train'``, the others their overlay colour)."""
-    live_metrics: dict[str, Any] = {}
-    if view is not None:
-        rows = [row for row in view.rows if not row.partial] or list(view.rows)
-        live_metrics = dict(rows[-1].values) if rows else {}
-    names = list(live_metrics)
-    for run in overlay.runs:
-        names += [name for name in run.metrics if name not in names]
-    header = final_headings(names, words)
-
-    def cell(value: Any) -> str:
-        return "–" if value is None else metric(value) if not isinstance(value, float) else number(value)
-
-    body, colors = [], []
-    if view is not None:
-        body.append([words("compare_this_run"), status_word(view.status, words), str(view.epochs_done),
-                     cell(shown_loss(view)), *(cell(live_metrics.get(name)) for name in names)])
-        colors.append("train")
-    for run in overlay.runs:
-        body.append([run.label, status_word(run.status, words), cell(run.epochs_done),
-                     cell(None if run.loss is None else float(run.loss)),
-                     *(cell(run.metrics.get(name)) for name in names)])
-        colors.append(run.color)
-    return header, body, colors
+    names = compare_columns(overlay, view)
+    body = [live_row(view, names, words)] if view is not None else []
+    colors = ["train"] if view is not None else []
+    return (final_headings(names, words), body + earlier_rows(overlay, names, words),
+            colors + [run.color for run in overlay.runs])

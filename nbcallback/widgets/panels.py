@@ -125,7 +125,7 @@ def is_raw_band(series: Mapping[str, Sequence[Any]]) -> bool:
     return bool(lo) and (lo == hi if type(lo) is type(hi) else list(lo) == list(hi))
 
 
-def _extent(values: Sequence[Any], log: bool) -> tuple[float, float] | None:
+def drawable_extent(values: Sequence[Any], log: bool) -> tuple[float, float] | None:
     """The smallest and largest value that can be drawn (a number, and positive on a log axis), or None.  The
     series keep finite values or None (``series.finite_or_none``); a NaN or infinity given here is left out too."""
     usable = [v for v in values if v is not None and v > 0] if log else [v for v in values if v is not None]
@@ -152,7 +152,7 @@ def y_range(panel: Panel, series: Mapping[str, Any]) -> tuple[float, float] | No
         if line.style == "band" and (data.raw_band() if kept is not None else is_raw_band(data)):
             columns["lo"] = True
         for column, counts_low in columns.items():
-            extent = kept(column, log) if kept is not None else _extent(data.get(column, ()), log)
+            extent = kept(column, log) if kept is not None else drawable_extent(data.get(column, ()), log)
             if extent is not None:
                 tops.append(extent[1])
                 if counts_low:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 from html import escape
 from typing import Any
 
 from nbcallback.widgets.format import (
     bars, is_numeric_cell, lr_note, run_summary, share_percent, short_seconds, status_line, table, text_table,
 )
-from nbcallback.widgets.overlay import Overlay, compare_table
+from nbcallback.widgets.overlay import Overlay, compare_columns, earlier_rows, live_row
+from nbcallback.widgets.runs import final_headings
 from nbcallback.widgets.panels import COLORS, TIME_COLORS
 from nbcallback.widgets.render_text import compare_text, time_text
 from nbcallback.widgets.state import TimeFacts, View
@@ -45,6 +47,7 @@ _INLINE = {
     "cell": _CELL,
     "omitted": "text-align:center",
     "caption": "caption-side:bottom;opacity:.7;text-align:left",
+    "swatch": "display:inline-block;width:14px;height:3px;margin-right:6px;vertical-align:middle",
 }
 
 
@@ -117,26 +120,37 @@ def compare_html(overlay: Overlay, view: View, words: Words = ENGLISH, inline: b
     """The compared runs' final metrics as one small table (``Dashboard(compare=...)``): the live run's row first (it
     changes at each refresh), then the earlier runs, each with the colour swatch of its faint curves; hovering a row
     names the run.  ``inline``: with the snapshot's inline styles."""
-    header, rows, colors = compare_table(overlay, view, words)
-    names = [words("compare_this_run"), *(run.hover for run in overlay.runs)]
+    names = compare_columns(overlay, view)
+    head, earlier = _compare_fixed(overlay, names, words, inline)
+    live = _compare_row(live_row(view, names, words), "train", words("compare_this_run"), inline, live=True)
+    style = _INLINE["table"] if inline else ""
+    return _tag("table", "table nbc-compare", f"<thead>{head}</thead><tbody>{live}{earlier}</tbody>", style)
+
+
+@functools.lru_cache(maxsize=4)
+def _compare_fixed(overlay: Overlay, names: tuple[str, ...], words: Words, inline: bool) -> tuple[str, str]:
+    """The compared runs' table header and the earlier runs' rows: they change only with the columns, so a run's
+    refreshes build only the live row."""
     cell_style = _INLINE["cell"] if inline else ""
     first_style = cell_style + ";text-align:left" if inline else ""  # the runs' names: left, the numbers right
-
-    def swatch(color: str) -> str:
-        fill = f"var({COLORS[color][0]},{COLORS[color][1]})" if color in COLORS else color
-        return (f'<span class="nbc-swatch" style="display:inline-block;width:14px;height:3px;margin-right:6px;'
-                f'vertical-align:middle;background:{fill}{"" if color in COLORS else ";opacity:.8"}"></span>')
-
     head = "<tr>" + "".join(_tag("th", "" if j == 0 else "num", escape(text), first_style if j == 0 else cell_style)
-                            for j, text in enumerate(header)) + "</tr>"
-    body = ""
-    for k, (cells, color, name) in enumerate(zip(rows, colors, names)):
-        tds = "".join(_tag("td", "" if j == 0 else "num", (swatch(color) if j == 0 else "") + escape(text),
-                           first_style if j == 0 else cell_style) for j, text in enumerate(cells))
-        live = (' data-live="1"' + (' style="font-weight:600"' if inline else "")) if k == 0 else ""
-        body += f'<tr class="nbc-run"{live} title="{escape(name)}">{tds}</tr>'
-    style = _INLINE["table"] if inline else ""
-    return _tag("table", "table nbc-compare", f"<thead>{head}</thead><tbody>{body}</tbody>", style)
+                            for j, text in enumerate(final_headings(names, words))) + "</tr>"
+    rows = zip(earlier_rows(overlay, names, words), overlay.runs)
+    return head, "".join(_compare_row(cells, run.color, run.hover, inline) for cells, run in rows)
+
+
+def _compare_row(cells: list[str], color: str, name: str, inline: bool, live: bool = False) -> str:
+    """One run's row: its swatch (the colour of its curves; the live widget's stylesheet sizes it) and name, then
+    its numbers; ``name`` is what hovering the row says."""
+    cell_style = _INLINE["cell"] if inline else ""
+    first_style = cell_style + ";text-align:left" if inline else ""
+    fill = f"var({COLORS[color][0]},{COLORS[color][1]})" if color in COLORS else color
+    look = _INLINE["swatch"] + ("" if color in COLORS else ";opacity:.8") if inline else ""
+    swatch = f'<span class="nbc-swatch" style="{look}{";" if look else ""}background:{fill}"></span>'
+    tds = "".join(_tag("td", "" if j == 0 else "num", (swatch if j == 0 else "") + escape(text),
+                       first_style if j == 0 else cell_style) for j, text in enumerate(cells))
+    mark = (' data-live="1"' + (' style="font-weight:600"' if inline else "")) if live else ""
+    return f'<tr class="nbc-run"{mark} title="{escape(name)}">{tds}</tr>'
 
 
 def fragment(view: View, parts: frozenset[str], *, hint: str = "", status: bool = True, words: Words = ENGLISH,

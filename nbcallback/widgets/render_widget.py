@@ -35,7 +35,7 @@ class DashboardWidget(anywidget.AnyWidget):
     """The live view: the kernel syncs ``spec`` (the panels) and ``view`` (everything, when the widget opens or a page
     says ``hello``: the bars, status and table as HTML, the series, the panels' y ranges, the controls' state) and
     sends each refresh's news as a ``{"type": "view"}`` message; ``compare`` (the earlier runs a
-    ``Dashboard(compare=...)`` draws faint: ``Overlay.to_json``) is set once, at the run's start.  The page sends
+    ``Dashboard(compare=...)`` draws faint: ``Overlay.to_json``) is set once, when they have been read.  The page sends
     ``stop``, ``lr`` and ``hello``, maybe on a kernel subshell's thread while the run trains: the handlers only store
     the request."""
 

@@ -40,8 +40,9 @@ class Renderer(Protocol):
         """The display failed: close what is open (never raises)."""
 
     def show_runs(self, overlay: Overlay, view: View) -> None:
-        """The earlier runs a ``Dashboard(compare=...)`` draws under this one, given once at the run's start
-        (after ``open``): kept for the refreshes and the end."""
+        """The earlier runs a ``Dashboard(compare=...)`` draws under this one, given once, after ``open``: at the
+        run's start, or (the live widget) at the first refresh after they were read: kept for the refreshes and the
+        end."""
 
 
 class NullRenderer:

@@ -55,6 +55,8 @@ STORED_POINTS = 300
 RECORDS = "records"
 #: A user's note values: what JSON keeps as is.
 NoteValue = Union[str, int, float, bool, None]
+#: The types a stored line's values may have, as JSON gives them back (not bool: ``type(True)`` is ``bool``).
+_NUMBER_TYPES = frozenset({int, float, type(None)})
 #: What names a run: a record, its file, or its label.
 RunRef = Union["RunRecord", str, os.PathLike]
 
@@ -293,8 +295,7 @@ class RunRecord:
             lengths = {len(values) if isinstance(values, list) else -1 for values in cols.values()}
             if "x" not in cols or "y" not in cols or len(lengths) != 1 or -1 in lengths:
                 raise bad(f"line {key!r} lacks x/y columns or its columns differ in length")
-            if not all(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-                       for values in cols.values() for value in values):
+            if not all(set(map(type, values)) <= _NUMBER_TYPES for values in cols.values()):
                 raise bad(f"line {key!r} holds values that are not numbers")
         return cls(data["notebook"], data.get("label"), data["started"], data["ended"], data["status"],
                    data["settings"], data["final"], data["plot"], path)
@@ -472,11 +473,14 @@ def last_runs(count: int, notebook: str | None = None) -> list[RunRecord]:
     gives them, reading only those files: the newest by file name (a record's name is the time its run ended),
     going back past a file that cannot be read (skipped with the same one-line warning)."""
     folder = records_dir(notebook)
-    paths = sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() and count > 0 else []
+    try:  # names, not paths: a notebook's folder may hold hundreds of runs, and only ``count`` are read
+        names = sorted((name for name in os.listdir(folder) if name.endswith(".json")), reverse=True) if count > 0 else []
+    except OSError:  # no folder yet: no runs
+        names = []
     found: list[RunRecord] = []
-    for path in paths:
+    for name in names:
         try:
-            found.append(_read(path))
+            found.append(_read(folder / name))
         except RunFileError as error:
             skip_unreadable(error)
         if len(found) == count:

@@ -7,6 +7,8 @@ import base64
 import io
 import json
 import re
+import threading
+import time
 import warnings
 from html import unescape
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from nbcallback.paths import run_dir
+from nbcallback.train import Callback
 from nbcallback.widgets import Dashboard, list_runs
 from nbcallback.widgets import overlay as overlay_module
 from nbcallback.widgets import runs as runs_module
@@ -209,12 +212,23 @@ def kernel(monkeypatch: pytest.MonkeyPatch) -> _Sink:
     return sink
 
 
+class _ReadFirst(Callback):
+    """At the first training step, wait until the Dashboard among the run's callbacks has read the earlier runs (the
+    live widget reads them on a thread of their own; the tests that follow the table from step to step wait)."""
+
+    def on_train_step_begin(self, run_context: Any) -> None:
+        for callback in run_context.original_args().list_callback:
+            reading = getattr(getattr(callback, "compared", None), "reading", None)
+            if reading is not None:
+                reading.result()
+
+
 def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel: _Sink,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from nbcallback.widgets.render_widget import DashboardWidget
 
     clock = FakeClock()
-    train(0.2, callbacks=(Ticker(clock, 0.05),))
+    train(0.2, callbacks=(_ReadFirst(), Ticker(clock, 0.05)))  # (the same callbacks: the runs differ by lr only)
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(DashboardWidget, "send", lambda self, content, buffers=None: sent.append(content))
     changes: list[Any] = []
@@ -226,16 +240,18 @@ def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel:
 
     monkeypatch.setattr(DashboardWidget, "__init__", init)
     dash, _ = train(0.1, compare=1, display="widget", clock=clock, epochs=2, steps=40,
-                    callbacks=(Ticker(clock, 0.05),))
+                    callbacks=(_ReadFirst(), Ticker(clock, 0.05)))
     widget = kernel.handles[0].bundles[0]
     assert isinstance(widget, DashboardWidget)
-    assert len(changes) == 2 and changes[1] == {} == widget.compare  # set once, at the start; dropped at the end
+    assert len(changes) == 2 and changes[1] == {} == widget.compare  # set once, when read; dropped at the end
     runs = changes[0]["runs"]  # (the snapshot and the PNG have replaced the view then: nbconvert keeps no curves)
     assert [run["label"] for run in runs] == ["lr 0.2"] and runs[0]["color"] == RUN_COLORS[0]
     assert len(runs[0]["series"]["loss"]["x"]) == 40 and runs[0]["hover"].startswith("lr 0.2 (")
     views = [message["view"] for message in sent if message.get("type") == "view"]
-    assert len(views) >= 3
     assert not any("runs" in json.dumps(view) for view in views)  # the curves are never resent
+    # The read ended before the first step (_ReadFirst): every refresh from the first step on has the table.
+    views = [view for view in views if "compare" in view["html"]]
+    assert len(views) >= 3
     tables = [_text(view["html"]["compare"]) for view in views]
     assert all(table.startswith("run status epoch loss") and "lr 0.2 finished 2" in table for table in tables)
     live = [re.search(r"this run (\w+) (\d+) (\S+)", table).groups() for table in tables]
@@ -252,6 +268,58 @@ def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel:
     assert 'title="lr 0.2 (' in snapshot["text/html"] and RUN_COLORS[0] in snapshot["text/html"]
     assert "Earlier runs to compare with (1):" in snapshot["text/plain"]
     assert re.search(r"this run\s+finished\s+2", snapshot["text/plain"])
+
+
+def test_the_live_widget_reads_the_earlier_runs_off_the_training_thread(kernel: _Sink,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow disk (a network home folder) does not hold the training: the widget's run trains while the earlier
+    runs are read on another thread, draws them once read, and its end waits for them (the snapshot keeps them)."""
+    events: list[tuple[str, int]] = []
+
+    class Steps(Callback):
+        def on_train_step_end(self, run_context: Any) -> None:
+            events.append(("step", threading.get_ident()))
+
+    train(0.2, epochs=1, steps=5, callbacks=(Steps(),))
+    events.clear()
+    real_read = overlay_module.read_overlay
+
+    def slow_read(*args: Any, **kwargs: Any) -> Any:
+        events.append(("read starts", threading.get_ident()))
+        time.sleep(0.5)
+        try:
+            return real_read(*args, **kwargs)
+        finally:
+            events.append(("read ends", threading.get_ident()))
+
+    monkeypatch.setattr("nbcallback.widgets.dashboard.read_overlay", slow_read)
+    dash, _ = train(0.1, compare=1, display="widget", epochs=1, steps=5, callbacks=(Steps(),))
+    kinds = [kind for kind, _ in events]
+    assert kinds.count("read starts") == 1 and kinds.count("read ends") == 1
+    reader = dict(events)["read starts"]
+    assert all(ident != reader for kind, ident in events if kind == "step")  # the steps ran on another thread
+    assert kinds.index("step") < kinds.index("read ends")  # training went on during the read
+    assert [run.label for run in dash.overlay.runs] == ["lr 0.2"]  # read, and shown by the end
+    snapshot = kernel.handles[0].bundles[-1]
+    assert "lr 0.2 finished 1" in _text(snapshot["text/html"])
+    assert not any(thread.name == "nbcallback-compare-read" for thread in threading.enumerate())
+
+
+def test_a_failing_read_is_one_warning_and_the_live_run_goes_on(kernel: _Sink,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    train(0.2)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError("[Errno 13] Permission denied: 'records'")
+
+    monkeypatch.setattr("nbcallback.widgets.dashboard.read_overlay", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dash, _ = train(0.1, compare=1, display="widget")
+    said = [str(w.message) for w in caught if "compare" in str(w.message)]
+    assert said == ["Dashboard(compare=...): the earlier runs could not be read (PermissionError: [Errno 13] "
+                    "Permission denied: 'records'); this run goes on without them."]
+    assert dash.overlay is None and dash.view().status == "finished"
 
 
 def _faint_pixels(png: bytes, color: str) -> int:
