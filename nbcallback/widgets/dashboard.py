@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from nbcallback.train.profiler import CallbackProfiler
 from nbcallback.widgets.live_loss_plot import LiveLossPlot
@@ -27,47 +27,20 @@ class _TimeBar:
     timed_by: tuple[Any, tuple[str, ...]] | None = None
 
 
-class _Reading:
-    """The earlier runs being read on a thread of their own, from the run's start: their files may sit on a slow or
-    network disk (a JupyterHub home folder), and the live widget's training thread does not wait for them while it
-    trains.  :meth:`done` says whether the read has ended; :meth:`result` waits for it."""
-
-    def __init__(self, read: Callable[[], Overlay | None]) -> None:
-        self._read = read
-        self._outcome: Overlay | Exception | None = None
-        self._thread = threading.Thread(target=self._run, name="nbcallback-compare-read", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._outcome = self._read()
-        except Exception as exc:  # raised again by result(), where the run is
-            self._outcome = exc
-
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def result(self) -> Overlay | None:
-        """The overlay read (None: no run to draw), once the read has ended.
-
-        Raises:
-            Exception: what the read raised.
-        """
-        self._thread.join()
-        if isinstance(self._outcome, Exception):
-            raise self._outcome
-        return self._outcome
-
-
 @dataclass
 class _Compared:
-    """The earlier runs to draw under the live one: what ``compare`` named (checked) and, during a run, the read
-    under way (``reading``) and then the :class:`~nbcallback.widgets.overlay.Overlay` it gave (None: nothing to
-    draw)."""
+    """The earlier runs to draw under the live one: what ``compare`` named (checked) and, during a run, the thread
+    reading them (``reading``, the live widget's) and the :class:`~nbcallback.widgets.overlay.Overlay` read (None:
+    nothing to draw, or not read yet)."""
 
     wanted: int | tuple[Any, ...] | None
     overlay: Overlay | None = None
-    reading: _Reading | None = None
+    reading: threading.Thread | None = None
+
+
+def _compare_failed(exc: Exception) -> None:
+    warnings.warn(f"Dashboard(compare=...): the earlier runs could not be read ({type(exc).__name__}: {exc}); this "
+                  "run goes on without them.", RuntimeWarning, stacklevel=3)
 
 
 class Dashboard(LiveLossPlot):
@@ -171,45 +144,39 @@ class Dashboard(LiveLossPlot):
 
     def _read_compared(self, cb_params: Any) -> None:
         """At the start of a training run: read the earlier runs ``compare`` names, once (never per step or per
-        refresh), labelled by what differs from this run.  The live widget has them read on a thread of their own
-        and shows them at the first refresh after the read (:meth:`_show_compared`); a text log or a static display
-        lists them here, at the start."""
+        refresh), label them by what differs from this run and hand them to the renderer.  The live widget in a
+        Jupyter kernel has them read and sent to the page on a thread of their own, while the run trains (their files
+        may sit on a slow or network disk, a JupyterHub home folder: the training thread does not wait for them); a
+        text log, a static display or marimo (which sends only from the cell's thread) get them here."""
         compared = self.compared
         compared.overlay = compared.reading = None
         if not compared.wanted or self._depth > 1 or self.mode == "off" or not hasattr(cb_params, "get"):
             return
-        try:  # what the read needs from the run, taken on this thread (the notebook: its working folder)
+        try:  # what the read needs from the run, taken here (the notebook's name: from this thread's working folder)
             settings = live_settings(self, cb_params, lr=learning_rate(self._run.optimizer))
             steps = int(cb_params.get("batch_num") or 0) or None
             wanted, notebook = compared.wanted, current_notebook()
         except Exception as exc:  # comparing is a convenience: the run goes on without it
-            self._compare_failed(exc)
+            _compare_failed(exc)
             return
-        compared.reading = _Reading(lambda: read_overlay(wanted, settings, steps, notebook))
-        if self.mode != "widget":
-            self._show_compared(wait=True)
 
-    def _show_compared(self, wait: bool) -> None:
-        """Hand the earlier runs to the renderer once they are read: at a refresh when the read has ended (while
-        the run trains, never waiting for it), and at the latest at the run's end (``wait``)."""
-        compared = self.compared
-        reading = compared.reading
-        if reading is None or not (wait or reading.done()):
-            return
-        compared.reading = None
-        try:
-            compared.overlay = reading.result()
-        except Exception as exc:
-            self._compare_failed(exc)
-            return
-        if compared.overlay is not None:
-            overlay, view = compared.overlay, self._live_view(self.settings.clock())
-            self._guard(lambda: self.renderer.show_runs(overlay, view))
+        def read_and_show() -> None:
+            try:
+                overlay = read_overlay(wanted, settings, steps, notebook)
+            except Exception as exc:
+                _compare_failed(exc)
+                return
+            if overlay is not None:
+                with self._scheduler.lock:  # (the lock the refreshes take around the renderer)
+                    compared.overlay = overlay
+                    view = self._live_view(self.settings.clock())
+                    self._guard(lambda: self.renderer.show_runs(overlay, view))
 
-    @staticmethod
-    def _compare_failed(exc: Exception) -> None:
-        warnings.warn(f"Dashboard(compare=...): the earlier runs could not be read ({type(exc).__name__}: {exc}); "
-                      "this run goes on without them.", RuntimeWarning, stacklevel=5)
+        if self.mode == "widget" and self.renderer.late_updates:
+            compared.reading = threading.Thread(target=read_and_show, name="nbcallback-compare-read", daemon=True)
+            compared.reading.start()
+        else:
+            read_and_show()
 
     def _final_png(self) -> tuple[bytes | None, int | None]:
         """The final plot with the earlier runs drawn faint under the live one (LiveLossPlot's without them)."""
@@ -238,12 +205,12 @@ class Dashboard(LiveLossPlot):
 
     def _update(self, now: float) -> None:
         self._take_time()
-        self._show_compared(wait=False)
         super()._update(now)
 
     def _finalize(self, exc: BaseException | None) -> None:
         self._take_time()
-        with self._scheduler.lock:  # (a timer's late refresh may be showing them)
-            self._show_compared(wait=True)
+        if self.compared.reading is not None:  # the snapshot and the PNG keep the earlier runs: wait for the read
+            self.compared.reading.join()
+            self.compared.reading = None
         super()._finalize(exc)
         self.time_bar.timed_by = None  # the run's profiler is not kept past its run

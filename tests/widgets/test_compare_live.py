@@ -220,7 +220,7 @@ class _ReadFirst(Callback):
         for callback in run_context.original_args().list_callback:
             reading = getattr(getattr(callback, "compared", None), "reading", None)
             if reading is not None:
-                reading.result()
+                reading.join()
 
 
 def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel: _Sink,
