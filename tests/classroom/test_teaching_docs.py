@@ -13,7 +13,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PAIRS = [("docs/teaching.md", "docs/teaching.zh-CN.md"),
-         ("notebooks/exercises/README.md", "notebooks/exercises/README.zh-CN.md")]
+         ("notebooks/exercises/README.md", "notebooks/exercises/README.zh-CN.md"),
+         ("docs/distributed.md", "docs/distributed.zh-CN.md")]
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 _PATH = re.compile(r"`((?:notebooks|tests|binder|nbcallback|docs|benchmarks)/[^`\s]*)`")
 
