@@ -38,6 +38,10 @@ class _Compared:
     reading: threading.Thread | None = None
 
 
+#: How long the end of a run waits for the earlier runs a live widget is still reading (seconds).
+READ_PATIENCE = 30.0
+
+
 def _compare_failed(exc: Exception) -> None:
     warnings.warn(f"Dashboard(compare=...): the earlier runs could not be read ({type(exc).__name__}: {exc}); this "
                   "run goes on without them.", RuntimeWarning, stacklevel=3)
@@ -160,23 +164,42 @@ class Dashboard(LiveLossPlot):
             _compare_failed(exc)
             return
 
-        def read_and_show() -> None:
+        def read_and_show(on_thread: bool) -> None:
+            def given_up() -> bool:  # the run ended without this read (_finalize): it shows nothing any more
+                return on_thread and compared.reading is not threading.current_thread()
+
             try:
                 overlay = read_overlay(wanted, settings, steps, notebook)
             except Exception as exc:
-                _compare_failed(exc)
+                if not given_up():
+                    _compare_failed(exc)
                 return
-            if overlay is not None:
-                with self._scheduler.lock:  # (the lock the refreshes take around the renderer)
+            with self._scheduler.lock:  # (the lock the refreshes take around the renderer)
+                if overlay is not None and not given_up():
                     compared.overlay = overlay
                     view = self._live_view(self.settings.clock())
                     self._guard(lambda: self.renderer.show_runs(overlay, view))
 
         if self.mode == "widget" and self.renderer.late_updates:
-            compared.reading = threading.Thread(target=read_and_show, name="nbcallback-compare-read", daemon=True)
+            compared.reading = threading.Thread(target=read_and_show, args=(True,), name="nbcallback-compare-read",
+                                                daemon=True)
             compared.reading.start()
         else:
-            read_and_show()
+            read_and_show(False)
+
+    def _end_reading(self) -> None:
+        """At the run's end: wait for the earlier runs' read, so that the snapshot and the PNG keep them; at most
+        :data:`READ_PATIENCE` seconds (a disk that does not answer must not keep the run from ending)."""
+        reading = self.compared.reading
+        if reading is None:
+            return
+        reading.join(READ_PATIENCE)
+        with self._scheduler.lock:
+            self.compared.reading = None
+        if reading.is_alive():
+            warnings.warn(f"Dashboard(compare=...): the earlier runs were still being read {READ_PATIENCE:g} s after "
+                          "this run ended (a slow or unreachable disk?); its snapshot is drawn without them.",
+                          RuntimeWarning, stacklevel=4)
 
     def _final_png(self) -> tuple[bytes | None, int | None]:
         """The final plot with the earlier runs drawn faint under the live one (LiveLossPlot's without them)."""
@@ -209,8 +232,6 @@ class Dashboard(LiveLossPlot):
 
     def _finalize(self, exc: BaseException | None) -> None:
         self._take_time()
-        if self.compared.reading is not None:  # the snapshot and the PNG keep the earlier runs: wait for the read
-            self.compared.reading.join()
-            self.compared.reading = None
+        self._end_reading()
         super()._finalize(exc)
         self.time_bar.timed_by = None  # the run's profiler is not kept past its run

@@ -305,6 +305,40 @@ def test_the_live_widget_reads_the_earlier_runs_off_the_training_thread(kernel: 
     assert not any(thread.name == "nbcallback-compare-read" for thread in threading.enumerate())
 
 
+def test_a_read_that_never_ends_does_not_keep_the_run_from_ending(kernel: _Sink,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk that does not answer: the run's end waits READ_PATIENCE seconds, says so in one warning and draws its
+    snapshot without the earlier runs; when the read ends later, it touches nothing of the finished run."""
+    train(0.2)
+    release, returned = threading.Event(), threading.Event()
+    real_read = overlay_module.read_overlay
+
+    def stuck(*args: Any, **kwargs: Any) -> Any:
+        release.wait(30)
+        try:
+            return real_read(*args, **kwargs)
+        finally:
+            returned.set()
+
+    monkeypatch.setattr("nbcallback.widgets.dashboard.read_overlay", stuck)
+    monkeypatch.setattr("nbcallback.widgets.dashboard.READ_PATIENCE", 0.3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dash, _ = train(0.1, compare=1, display="widget")
+    said = [str(w.message) for w in caught if "compare" in str(w.message)]
+    assert said == ["Dashboard(compare=...): the earlier runs were still being read 0.3 s after this run ended (a "
+                    "slow or unreachable disk?); its snapshot is drawn without them."]
+    assert dash.view().status == "finished" and dash.overlay is None
+    snapshot = kernel.handles[0].bundles[-1]
+    assert "finished" in _text(snapshot["text/html"]) and "lr 0.2" not in _text(snapshot["text/html"])
+    release.set()
+    assert returned.wait(10)
+    for thread in threading.enumerate():
+        if thread.name == "nbcallback-compare-read":
+            thread.join(10)
+    assert dash.overlay is None and len(kernel.handles[0].bundles) == 2  # nothing shown after the end
+
+
 def test_a_failing_read_is_one_warning_and_the_live_run_goes_on(kernel: _Sink,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     train(0.2)
