@@ -16,9 +16,9 @@ from nbcallback.widgets.format import (
     bars, is_numeric_cell, lr_note, run_summary, share_percent, short_seconds, status_line, table, text_table,
 )
 from nbcallback.widgets.overlay import Overlay, compare_columns, earlier_rows, live_row
-from nbcallback.widgets.runs import final_headings
 from nbcallback.widgets.panels import COLORS, TIME_COLORS
 from nbcallback.widgets.render_text import compare_text, time_text
+from nbcallback.widgets.runs import final_headings
 from nbcallback.widgets.state import TimeFacts, View
 from nbcallback.widgets.words import ENGLISH, Words
 
