@@ -434,11 +434,11 @@ def _read(path: Path) -> RunRecord:
     return RunRecord.from_json(data, path)
 
 
-def skip_unreadable(error: RunFileError) -> None:
-    """The one warning for a run file that cannot be read: it names the file, says it is skipped and left where it
-    is (every reader of records warns the same way)."""
-    warnings.warn(f"{error} (skipped; the file is left as it is)", RuntimeWarning, stacklevel=3)
-
+def skip_unreadable(error: RunFileError | FileNotFoundError) -> None:
+    """The one warning for a run that cannot be read: it names the file (or the label that names no run) and says
+    it is skipped, and a file that is there is left where it is (every reader of records warns the same way)."""
+    kept = "; the file is left as it is" if isinstance(error, RunFileError) else ""
+    warnings.warn(f"{error} (skipped{kept})", RuntimeWarning, stacklevel=3)
 
 
 _STATUS_WORDS = ("starting", "running", "finished", "stopped", "interrupted", "error")
@@ -704,7 +704,7 @@ def load_runs(refs: Iterable[RunRef], notebook: str | None = None) -> list[RunRe
         try:
             records.append(load_run(ref, notebook))
         except (RunFileError, FileNotFoundError) as error:
-            skip_unreadable(RunFileError(str(error)))
+            skip_unreadable(error)
     return records
 
 

@@ -171,6 +171,7 @@ def test_corrupt_foreign_and_missing_runs_are_one_warning_each_and_the_run_goes_
         dash, _ = train(0.1, compare=["no such run", str(folder / "gone.json")])
     missing = [str(w.message) for w in caught if "no such run" in str(w.message) or "gone.json" in str(w.message)]
     assert len(missing) == 2 and dash.overlay is None and dash.view().status == "finished"
+    assert all(said.endswith("(skipped)") for said in missing), missing  # no file there to be "left as it is"
 
 
 # ------------------------------------------------------------------ the live widget, the snapshot, the PNG
