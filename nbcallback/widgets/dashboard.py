@@ -4,6 +4,7 @@ goes" when a ``CallbackProfiler`` times the same run, and earlier runs drawn fai
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -165,38 +166,53 @@ class Dashboard(LiveLossPlot):
             return
 
         def read_and_show(on_thread: bool) -> None:
-            def given_up() -> bool:  # the run ended without this read (_finalize): it shows nothing any more
-                return on_thread and compared.reading is not threading.current_thread()
-
             try:
-                overlay = read_overlay(wanted, settings, steps, notebook)
+                overlay, error = read_overlay(wanted, settings, steps, notebook), None
             except Exception as exc:
-                if not given_up():
-                    _compare_failed(exc)
-                return
+                overlay, error = None, exc
             with self._scheduler.lock:  # (the lock the refreshes take around the renderer)
-                if overlay is not None and not given_up():
+                if on_thread:
+                    if compared.reading is not threading.current_thread():
+                        return  # the run ended without this read (_end_reading): it shows nothing any more
+                    compared.reading = None  # done: the run's end need not wait
+                if error is not None:
+                    _compare_failed(error)
+                elif overlay is not None:
                     compared.overlay = overlay
                     view = self._live_view(self.settings.clock())
                     self._guard(lambda: self.renderer.show_runs(overlay, view))
 
         if self.mode == "widget" and self.renderer.late_updates:
-            compared.reading = threading.Thread(target=read_and_show, args=(True,), name="nbcallback-compare-read",
-                                                daemon=True)
-            compared.reading.start()
+            reading = threading.Thread(target=read_and_show, args=(True,), name="nbcallback-compare-read",
+                                       daemon=True)
+            compared.reading = reading
+            try:
+                reading.start()
+            except RuntimeError:  # no thread to be had ("can't start new thread"): read them here
+                compared.reading = None
+                read_and_show(False)
         else:
             read_and_show(False)
 
-    def _end_reading(self) -> None:
-        """At the run's end: wait for the earlier runs' read, so that the snapshot and the PNG keep them; at most
-        :data:`READ_PATIENCE` seconds (a disk that does not answer must not keep the run from ending)."""
-        reading = self.compared.reading
+    def _end_reading(self, exc: BaseException | None) -> None:
+        """At the run's end: wait for the earlier runs' read if it is still going, so that the snapshot and the PNG
+        keep them; at most :data:`READ_PATIENCE` seconds (a disk that does not answer must not keep the run from
+        ending), and not at all after an error or an interrupt, or once the display has failed.  The wait counts as
+        the display's time."""
+        compared = self.compared
+        reading = compared.reading
         if reading is None:
             return
-        reading.join(READ_PATIENCE)
-        with self._scheduler.lock:
-            self.compared.reading = None
-        if reading.is_alive():
+        started = time.perf_counter()
+        try:
+            if exc is None and not self._scheduler.failed:
+                reading.join(READ_PATIENCE)
+        finally:
+            with self._scheduler.lock:
+                unfinished = compared.reading is reading  # (the thread clears it, under this lock, when done)
+                compared.reading = None
+            self.state.note_display_cost(time.perf_counter() - started)
+        if unfinished and exc is None and not self._scheduler.failed:
             warnings.warn(f"Dashboard(compare=...): the earlier runs were still being read {READ_PATIENCE:g} s after "
                           "this run ended (a slow or unreachable disk?); its snapshot is drawn without them.",
                           RuntimeWarning, stacklevel=4)
@@ -232,6 +248,8 @@ class Dashboard(LiveLossPlot):
 
     def _finalize(self, exc: BaseException | None) -> None:
         self._take_time()
-        self._end_reading()
-        super()._finalize(exc)
+        try:
+            self._end_reading(exc)
+        finally:  # (an interrupt during the wait still ends the run)
+            super()._finalize(exc)
         self.time_bar.timed_by = None  # the run's profiler is not kept past its run

@@ -41,8 +41,8 @@ class Renderer(Protocol):
 
     def show_runs(self, overlay: Overlay, view: View) -> None:
         """The earlier runs a ``Dashboard(compare=...)`` draws under this one, given once, after ``open``: at the
-        run's start, or (the live widget) at the first refresh after they were read: kept for the refreshes and the
-        end."""
+        run's start, or (the live widget in a Jupyter kernel) from the thread that read them, under the lock the
+        refreshes take: kept for the refreshes and the end."""
 
 
 class NullRenderer:

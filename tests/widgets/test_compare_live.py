@@ -221,7 +221,8 @@ class _ReadFirst(Callback):
         for callback in run_context.original_args().list_callback:
             reading = getattr(getattr(callback, "compared", None), "reading", None)
             if reading is not None:
-                reading.join()
+                reading.join(20)
+                assert not reading.is_alive(), "the earlier runs were not read within 20 s"
 
 
 def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel: _Sink,
@@ -276,18 +277,21 @@ def test_the_live_widget_reads_the_earlier_runs_off_the_training_thread(kernel: 
     """A slow disk (a network home folder) does not hold the training: the widget's run trains while the earlier
     runs are read on another thread, draws them once read, and its end waits for them (the snapshot keeps them)."""
     events: list[tuple[str, int]] = []
+    stepped = threading.Event()
 
     class Steps(Callback):
         def on_train_step_end(self, run_context: Any) -> None:
             events.append(("step", threading.get_ident()))
+            stepped.set()
 
     train(0.2, epochs=1, steps=5, callbacks=(Steps(),))
     events.clear()
+    stepped.clear()
     real_read = overlay_module.read_overlay
 
-    def slow_read(*args: Any, **kwargs: Any) -> Any:
+    def slow_read(*args: Any, **kwargs: Any) -> Any:  # a disk that answers only once training has begun
         events.append(("read starts", threading.get_ident()))
-        time.sleep(0.5)
+        assert stepped.wait(20), "the training thread waited for the read"
         try:
             return real_read(*args, **kwargs)
         finally:
@@ -303,7 +307,15 @@ def test_the_live_widget_reads_the_earlier_runs_off_the_training_thread(kernel: 
     assert [run.label for run in dash.overlay.runs] == ["lr 0.2"]  # read, and shown by the end
     snapshot = kernel.handles[0].bundles[-1]
     assert "lr 0.2 finished 1" in _text(snapshot["text/html"])
-    assert not any(thread.name == "nbcallback-compare-read" for thread in threading.enumerate())
+    assert not _reading_threads_left()
+
+
+def _reading_threads_left() -> list[threading.Thread]:
+    """The compare-reading threads still alive a moment after a run (one that is done only returns)."""
+    threads = [thread for thread in threading.enumerate() if thread.name == "nbcallback-compare-read"]
+    for thread in threads:
+        thread.join(10)
+    return [thread for thread in threads if thread.is_alive()]
 
 
 def test_a_read_that_never_ends_does_not_keep_the_run_from_ending(kernel: _Sink,
@@ -321,6 +333,11 @@ def test_a_read_that_never_ends_does_not_keep_the_run_from_ending(kernel: _Sink,
         finally:
             returned.set()
 
+    from nbcallback.widgets.render_widget import WidgetRenderer
+
+    shown: list[Any] = []
+    real_show = WidgetRenderer.show_runs
+    monkeypatch.setattr(WidgetRenderer, "show_runs", lambda self, *a: shown.append(a) or real_show(self, *a))
     monkeypatch.setattr("nbcallback.widgets.dashboard.read_overlay", stuck)
     monkeypatch.setattr("nbcallback.widgets.dashboard.READ_PATIENCE", 0.3)
     with warnings.catch_warnings(record=True) as caught:
@@ -333,11 +350,42 @@ def test_a_read_that_never_ends_does_not_keep_the_run_from_ending(kernel: _Sink,
     snapshot = kernel.handles[0].bundles[-1]
     assert "finished" in _text(snapshot["text/html"]) and "lr 0.2" not in _text(snapshot["text/html"])
     release.set()
-    assert returned.wait(10)
-    for thread in threading.enumerate():
-        if thread.name == "nbcallback-compare-read":
-            thread.join(10)
-    assert dash.overlay is None and len(kernel.handles[0].bundles) == 2  # nothing shown after the end
+    assert returned.wait(10) and not _reading_threads_left()
+    assert dash.overlay is None and shown == []  # the late read handed nothing to the finished run's display
+
+
+def test_an_interrupt_while_the_end_waits_for_the_read_still_ends_the_run(kernel: _Sink,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end waits for a slow read; a second interrupt there (KeyboardInterrupt out of the wait) still ends the
+    run: final status, snapshot, the run's record."""
+    from nbcallback.widgets.dashboard import Dashboard as Dash
+
+    train(0.2)
+    before = len(list_runs())
+    real_end = Dash._end_reading
+
+    def interrupted(self: Any, exc: Any) -> None:
+        real_end(self, exc)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Dash, "_end_reading", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(0.1, compare=1, display="widget")
+    snapshot = kernel.handles[-1].bundles[-1]
+    assert isinstance(snapshot, dict) and "finished" in _text(snapshot["text/html"])
+    assert len(list_runs()) == before + 1
+
+
+def test_without_a_thread_to_read_on_the_runs_are_read_at_the_start(kernel: _Sink,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    train(0.2)
+
+    def refuse(self: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    dash, _ = train(0.1, compare=1, display="widget")
+    assert dash.view().status == "finished" and [run.label for run in dash.overlay.runs] == ["lr 0.2"]
 
 
 def test_a_failing_read_is_one_warning_and_the_live_run_goes_on(kernel: _Sink,

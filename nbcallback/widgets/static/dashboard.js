@@ -3,9 +3,9 @@
 // metrics table come as HTML built by the kernel (render_html.py, the same as the final snapshot) and are inserted
 // as they are, and so is the "where the time goes" bar (render_html.time_html, when a CallbackProfiler times the run);
 // this module draws only the plot panels (their y ranges come from the kernel too: panels.y_range,
-// the final PNG's rule) and the controls. A Dashboard(compare=...) also sets the `compare` trait once, at the run's
-// start: earlier runs' lines (overlay.py), drawn faint under the live ones, named in the legend and the tooltip; their
-// table comes as HTML like the metrics table. No build step; the pure exports are tested with `node --test tests/js/`.
+// the final PNG's rule) and the controls. A Dashboard(compare=...) also sets the `compare` trait once, a moment after
+// the run's start (when they have been read): earlier runs' lines (overlay.py), drawn faint under the live ones, named
+// in the legend and the tooltip; their table comes as HTML like the metrics table. No build step; the pure exports are tested with `node --test tests/js/`.
 
 const PANEL_H = 220; // px, one panel's height (1 SVG unit = 1 CSS pixel)
 const CHAR_W = 6.6; // px, a generous width of one 11 px character, for layout only
