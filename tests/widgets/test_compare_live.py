@@ -46,6 +46,14 @@ def train(lr: float, *, epochs: int = 2, steps: int = 20, bs: int = 16, callback
     return dash, out.getvalue()
 
 
+def train_warned(lr: float, **dashboard: Any) -> tuple[Dashboard, str, list[str]]:
+    """:func:`train`, and the messages of every warning it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dash, text = train(lr, **dashboard)
+    return dash, text, [str(w.message) for w in caught]
+
+
 def records() -> Path:
     return run_dir(NOTEBOOK) / "records"
 
@@ -155,10 +163,8 @@ def test_corrupt_foreign_and_missing_runs_are_one_warning_each_and_the_run_goes_
     (folder / "30000101-000000-000.json").write_text("{not json")
     foreign["version"] = 99
     (folder / "30000101-000000-001.json").write_text(json.dumps(foreign))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dash, text = train(0.1, compare=3)
-    said = [str(w.message) for w in caught if "run file" in str(w.message)]
+    dash, text, warned = train_warned(0.1, compare=3)
+    said = [message for message in warned if "run file" in message]
     assert len(said) == 2, said
     assert any("30000101-000000-000.json" in s and "truncated or not JSON" in s for s in said)
     assert any("30000101-000000-001.json" in s and "format version 99" in s for s in said)
@@ -166,10 +172,8 @@ def test_corrupt_foreign_and_missing_runs_are_one_warning_each_and_the_run_goes_
     assert [run.label for run in dash.overlay.runs] == ["lr 0.2"]  # the readable one is drawn
     assert dash.view().status == "finished" and "Training finished: 2/2 epochs" in text
     assert (folder / "30000101-000000-000.json").read_text() == "{not json"  # left as it was
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dash, _ = train(0.1, compare=["no such run", str(folder / "gone.json")])
-    missing = [str(w.message) for w in caught if "no such run" in str(w.message) or "gone.json" in str(w.message)]
+    dash, _, warned = train_warned(0.1, compare=["no such run", str(folder / "gone.json")])
+    missing = [message for message in warned if "no such run" in message or "gone.json" in message]
     assert len(missing) == 2 and dash.overlay is None and dash.view().status == "finished"
     assert all(said.endswith("(skipped)") for said in missing), missing  # no file there to be "left as it is"
 
@@ -340,10 +344,8 @@ def test_a_read_that_never_ends_does_not_keep_the_run_from_ending(kernel: _Sink,
     monkeypatch.setattr(WidgetRenderer, "show_runs", lambda self, *a: shown.append(a) or real_show(self, *a))
     monkeypatch.setattr("nbcallback.widgets.dashboard.read_overlay", stuck)
     monkeypatch.setattr("nbcallback.widgets.dashboard.READ_PATIENCE", 0.3)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dash, _ = train(0.1, compare=1, display="widget")
-    said = [str(w.message) for w in caught if "compare" in str(w.message)]
+    dash, _, warned = train_warned(0.1, compare=1, display="widget")
+    said = [message for message in warned if "compare" in message]
     assert said == ["Dashboard(compare=...): the earlier runs were still being read 0.3 s after this run ended (a "
                     "slow or unreachable disk?); its snapshot is drawn without them."]
     assert dash.view().status == "finished" and dash.overlay is None
@@ -396,10 +398,8 @@ def test_a_failing_read_is_one_warning_and_the_live_run_goes_on(kernel: _Sink,
         raise PermissionError("[Errno 13] Permission denied: 'records'")
 
     monkeypatch.setattr("nbcallback.widgets.dashboard.read_overlay", broken)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dash, _ = train(0.1, compare=1, display="widget")
-    said = [str(w.message) for w in caught if "compare" in str(w.message)]
+    dash, _, warned = train_warned(0.1, compare=1, display="widget")
+    said = [message for message in warned if "compare" in message]
     assert said == ["Dashboard(compare=...): the earlier runs could not be read (PermissionError: [Errno 13] "
                     "Permission denied: 'records'); this run goes on without them."]
     assert dash.overlay is None and dash.view().status == "finished"
