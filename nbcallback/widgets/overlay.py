@@ -8,7 +8,7 @@ labelled by what differs from the live run (``runs.label_by_difference``: ``"lr 
 evaluation metric, the learning rate), with x in the live run's steps: a run with another number of steps per
 epoch is stretched so that its epochs line up with the live run's.
 
-The live widget gets :meth:`Overlay.to_json` once (its ``compare`` trait), never with the refreshes; each
+The live widget gets :meth:`Overlay.to_widget` once (its ``compare`` trait), never with the refreshes; each
 refresh's y ranges take the overlay in through :func:`combined_range` (its extremes are kept, so this costs a few
 comparisons); the final PNG draws the same lines (``plot.render_png``); :func:`compare_table` is the small table of
 final metrics (the live run's row from the current :class:`~nbcallback.widgets.state.View`), which
@@ -17,7 +17,9 @@ its parts: the live widget's refreshes rebuild only the live row).
 """
 from __future__ import annotations
 
+import math
 import os
+from array import array
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence, Union
@@ -152,12 +154,22 @@ class Overlay:
                 found = _merge(found, drawable_extent(cols["x"], False))
         return found
 
-    def to_json(self) -> dict[str, Any]:
-        """What the live widget is sent once (its ``compare`` trait)."""
+    def to_widget(self) -> dict[str, Any]:
+        """What the live widget is sent once (its ``compare`` trait): each run's names, colour and status as JSON,
+        and each line's x and y as float32 bytes (NaN where a value is missing), which ipywidgets sends as binary
+        buffers beside the message: nothing to walk or print number by number (the page reads them as a
+        ``Float32Array``: ``decodeCompare`` in ``dashboard.js``)."""
         return {"runs": [{"label": run.label, "name": run.name, "hover": run.hover, "color": run.color,
                           "status": run.status,
-                          "series": {key: {"x": list(cols["x"]), "y": list(cols["y"])}
+                          "series": {key: {"x": _float32(cols["x"]), "y": _float32(cols["y"])}
                                      for key, cols in run.series.items()}} for run in self.runs]}
+
+
+def _float32(values: Sequence[float | None]) -> bytes:
+    """``values`` as float32 bytes, NaN for None (a value the run did not have)."""
+    if None in values:
+        values = [math.nan if value is None else value for value in values]
+    return array("f", values).tobytes()
 
 
 def combined_range(live: tuple[float, float] | None, panel: Panel,

@@ -35,9 +35,9 @@ class DashboardWidget(anywidget.AnyWidget):
     """The live view: the kernel syncs ``spec`` (the panels) and ``view`` (everything, when the widget opens or a page
     says ``hello``: the bars, status and table as HTML, the series, the panels' y ranges, the controls' state) and
     sends each refresh's news as a ``{"type": "view"}`` message; ``compare`` (the earlier runs a
-    ``Dashboard(compare=...)`` draws faint: ``Overlay.to_json``) is set once, when they have been read.  The page sends
-    ``stop``, ``lr`` and ``hello``, maybe on a kernel subshell's thread while the run trains: the handlers only store
-    the request."""
+    ``Dashboard(compare=...)`` draws faint: ``Overlay.to_widget``, the curves as binary buffers) is set once, when
+    they have been read.  The page sends ``stop``, ``lr`` and ``hello``, maybe on a kernel subshell's thread while
+    the run trains: the handlers only store the request."""
 
     _esm = STATIC / "dashboard.js"
     _css = STATIC / "dashboard.css"
@@ -134,7 +134,7 @@ class WidgetRenderer(NullRenderer):
         (a view opened later gets it with the rest of the state); the refreshes send only its table's HTML."""
         self.overlay = overlay
         if self.widget is not None and "plot" in self.parts:
-            self.widget.compare = overlay.to_json()
+            self.widget.compare = overlay.to_widget()
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:
         """Send what is new as a custom message (every view of the widget merges it); after a page's ``hello``,

@@ -2,9 +2,12 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 
-import { legendRows, overlayLines, shownBoxes, xDomain } from "../../nbcallback/widgets/static/dashboard.js";
+import {
+  decodeCompare, float32Column, legendRows, overlayLines, shownBoxes, xDomain,
+} from "../../nbcallback/widgets/static/dashboard.js";
 
-// What Overlay.to_json sends once, as the widget's `compare` trait: two earlier runs, newest first.
+// What Overlay.to_widget sends once, as the widget's `compare` trait, once decodeCompare has read its binary columns:
+// two earlier runs, newest first.
 const compare = {
   runs: [
     {
@@ -35,6 +38,41 @@ test("overlayLines: each earlier run's line for each of the panel's keys it has,
 test("overlayLines: nothing to draw without a compare trait or with a malformed one", () => {
   for (const bad of [undefined, null, {}, { runs: null }, { runs: [null, 3, "x"] }, { runs: [{ series: null }] }]) {
     assert.deepEqual(overlayLines(bad, lossPanel), []);
+  }
+});
+
+/** float32 bytes of `values` as a widget manager hands a binary buffer over: a DataView (NaN for a missing value). */
+const buffer = (values, offset = 0) => {
+  const bytes = new Uint8Array(offset + 4 * values.length);
+  new Float32Array(values.length).forEach((_, i) => new DataView(bytes.buffer).setFloat32(offset + 4 * i, values[i] ?? NaN, true));
+  return new DataView(bytes.buffer, offset);
+};
+
+test("float32Column: a binary buffer becomes numbers, NaN becomes null; arrays pass, anything else is empty", () => {
+  assert.deepEqual(float32Column(buffer([1, 2.5, null, 0.25])), [1, 2.5, null, 0.25]);
+  assert.deepEqual(float32Column(buffer([3, null], 1)), [3, null]); // at an odd offset in its buffer
+  assert.deepEqual(float32Column(buffer([7]).buffer), [7]); // an ArrayBuffer
+  assert.deepEqual(float32Column(new Float32Array([0.5, 4])), [0.5, 4]);
+  assert.deepEqual(float32Column([1, null]), [1, null]);
+  for (const bad of [undefined, null, 3, "x", {}]) assert.deepEqual(float32Column(bad), []);
+  assert.equal(float32Column(buffer([0.1]))[0], Math.fround(0.1)); // float32: the panel shows 4 digits of it
+});
+
+test("decodeCompare: the trait as the kernel sends it draws the same lines as plain arrays would", () => {
+  const sent = {
+    runs: compare.runs.map((run) => ({
+      ...run,
+      series: Object.fromEntries(Object.entries(run.series).map(([key, { x, y }]) => [key, { x: buffer(x), y: buffer(y) }])),
+    })),
+  };
+  const decoded = decodeCompare(sent);
+  assert.deepEqual(decoded.runs.map((run) => run.label), ["lr 0.1", "batch 128"]);
+  const f32 = (values) => values.map((v) => (v === null ? null : Math.fround(v))); // what float32 keeps of them
+  const expected = overlayLines(compare, lossPanel).map(({ pts }) => ({ x: f32(pts.x), y: f32(pts.y) }));
+  assert.deepEqual(overlayLines(decoded, lossPanel).map(({ pts }) => pts), expected);
+  assert.deepEqual(overlayLines(decoded, accPanel)[0].pts, { x: [3], y: [Math.fround(0.7)] });
+  for (const bad of [undefined, null, {}, { runs: 3 }, { runs: [null, "x", { series: null }] }]) {
+    assert.deepEqual(overlayLines(decodeCompare(bad), lossPanel), []);
   }
 });
 

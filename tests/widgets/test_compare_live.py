@@ -6,15 +6,18 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 import re
 import threading
 import time
 import warnings
+from array import array
 from html import unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ipywidgets.widgets.widget import _remove_buffers
 
 from nbcallback.paths import run_dir
 from nbcallback.train import Callback
@@ -252,7 +255,15 @@ def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel:
     assert len(changes) == 2 and changes[1] == {} == widget.compare  # set once, when read; dropped at the end
     runs = changes[0]["runs"]  # (the snapshot and the PNG have replaced the view then: nbconvert keeps no curves)
     assert [run["label"] for run in runs] == ["lr 0.2"] and runs[0]["color"] == RUN_COLORS[0]
-    assert len(runs[0]["series"]["loss"]["x"]) == 40 and runs[0]["hover"].startswith("lr 0.2 (")
+    loss = {axis: array("f", column) for axis, column in runs[0]["series"]["loss"].items()}  # float32 bytes
+    assert len(loss["x"]) == len(loss["y"]) == 40 and runs[0]["hover"].startswith("lr 0.2 (")
+    drawn = dash.overlay.runs[0].series["loss"]  # what the final PNG draws, as float32
+    assert list(loss["x"]) == pytest.approx(drawn["x"], rel=1e-6)
+    assert list(loss["y"]) == pytest.approx(drawn["y"], rel=1e-6)
+    remembered = next(run for run in list_runs() if run.settings["lr"] == 0.2).plot["series"]["loss"]
+    assert drawn["y"] == tuple(remembered["y"])  # the earlier run's smoothed loss
+    _, _, buffers = _remove_buffers({"compare": changes[0]})  # what ipywidgets sends: every column a binary buffer
+    assert len(buffers) == 2 * sum(len(run["series"]) for run in runs)
     views = [message["view"] for message in sent if message.get("type") == "view"]
     assert not any("runs" in json.dumps(view) for view in views)  # the curves are never resent
     # The read ended before the first step (_ReadFirst): every refresh from the first step on has the table.
@@ -264,7 +275,7 @@ def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel:
     assert len(set(live)) > 2, live  # the live row changes with the run (status, epochs, loss)
     assert live[0][0] == "running"
     # The y range of the loss panel takes in the earlier run's curve (none of it clipped).
-    earlier = [y for y in runs[0]["series"]["loss"]["y"] if y is not None]
+    earlier = [y for y in loss["y"] if not math.isnan(y)]
     low, high = views[-1]["y_ranges"][0]
     assert low <= min(earlier) and high >= max(earlier)
     # The snapshot keeps the table (the live row final) and the text says the same.

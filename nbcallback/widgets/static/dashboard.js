@@ -4,8 +4,9 @@
 // as they are, and so is the "where the time goes" bar (render_html.time_html, when a CallbackProfiler times the run);
 // this module draws only the plot panels (their y ranges come from the kernel too: panels.y_range,
 // the final PNG's rule) and the controls. A Dashboard(compare=...) also sets the `compare` trait once, a moment after
-// the run's start (when they have been read): earlier runs' lines (overlay.py), drawn faint under the live ones, named
-// in the legend and the tooltip; their table comes as HTML like the metrics table. No build step; the pure exports are tested with `node --test tests/js/`.
+// the run's start (when they have been read): earlier runs' lines (overlay.py; their x and y as float32 binary
+// buffers, decoded once by decodeCompare), drawn faint under the live ones, named in the legend and the tooltip; their
+// table comes as HTML like the metrics table. No build step; the pure exports are tested with `node --test tests/js/`.
 
 const PANEL_H = 220; // px, one panel's height (1 SVG unit = 1 CSS pixel)
 const CHAR_W = 6.6; // px, a generous width of one 11 px character, for layout only
@@ -65,7 +66,32 @@ export function mergeDelta(rec, delta) {
   return fresh ? "replaced" : "ok";
 }
 
-/** The earlier runs drawn in a panel (the `compare` trait, Overlay.to_json in the kernel): for each run with data for
+/** A column of the `compare` trait as numbers: float32 bytes (a DataView, an ArrayBuffer or a typed array: how the
+ * widget manager hands over a binary buffer) become an array with null for NaN (a value the run did not have); an
+ * array is kept as it is; anything else is empty. */
+export function float32Column(v) {
+  if (Array.isArray(v)) return v;
+  const view = v instanceof ArrayBuffer ? new DataView(v) : ArrayBuffer.isView(v) ? v : null;
+  if (!view) return [];
+  const n = Math.floor(view.byteLength / 4);
+  const bytes = new Uint8Array(view.buffer, view.byteOffset, n * 4).slice(); // (a copy: 4-byte aligned)
+  return Array.from(new Float32Array(bytes.buffer), (x) => (Number.isNaN(x) ? null : x));
+}
+
+/** The `compare` trait (Overlay.to_widget in the kernel) with its lines' binary columns decoded, once per change:
+ * `{runs: [{label, name, hover, color, status, series: {key: {x, y}}}]}`; a malformed one gives no runs. */
+export function decodeCompare(trait) {
+  const runs = asArray(trait?.runs).filter((run) => run && typeof run === "object");
+  return {
+    runs: runs.map((run) => {
+      const series = run.series && typeof run.series === "object" ? run.series : {};
+      const lines = Object.entries(series).map(([key, c]) => [key, { x: float32Column(c?.x), y: float32Column(c?.y) }]);
+      return { ...run, series: Object.fromEntries(lines) };
+    }),
+  };
+}
+
+/** The earlier runs drawn in a panel (the `compare` trait as decodeCompare gives it): for each run with data for
  * one of the panel's lines, `{run, line, pts}` (pts: its x and y), in the panel's line order, runs newest first. */
 export function overlayLines(compare, panel) {
   const out = [];
@@ -104,7 +130,8 @@ export function legendRows(widths, room, right) {
 }
 
 /** A model's store: the latest view (without series), the merged series, the redraw listeners. */
-export const createStore = () => ({ view: {}, series: {}, lastHello: -Infinity, listeners: new Set() });
+export const createStore = () =>
+  ({ view: {}, series: {}, compare: { runs: [] }, lastHello: -Infinity, listeners: new Set() });
 
 /** Apply one `view` (trait or `msg:custom`): its keys but `series` replace the last view's, series deltas merge.
  * True when a gap was found and a hello may be sent (at most once a second). */
@@ -238,11 +265,15 @@ function connect(model) {
     "change:view": () => take(model.get("view")),
     "msg:custom": (msg) => msg?.type === "view" && take(msg.view),
     "change:spec": redraw,
-    "change:compare": redraw,
+    "change:compare": () => {
+      store.compare = decodeCompare(model.get("compare"));
+      redraw();
+    },
   });
   handlers.forEach(([event, fn]) => model.on(event, fn));
   store.off = () => handlers.forEach(([event, fn]) => model.off(event, fn));
   stores.set(model, store);
+  store.compare = decodeCompare(model.get("compare"));
   if (Object.keys(model.get("view") ?? {}).length) take(model.get("view"));
   return store;
 }
@@ -476,7 +507,7 @@ function render({ model, el }) {
     // it drawn again at its real width (drawn now, its viewBox would be scaled and its 11 px text shrink).
     list.forEach((panel, k) => {
       const drawn = { ...panel, y_range: asArray(ranges)[k] };
-      if (panels[k].box.clientWidth || !panels[k].hover) drawPanel(drawn, spec, store, panels[k], model.get("compare"));
+      if (panels[k].box.clientWidth || !panels[k].hover) drawPanel(drawn, spec, store, panels[k], store.compare);
     });
   };
 
