@@ -50,7 +50,7 @@ class BackgroundRun:
         finally:
             for callback in self.callbacks:
                 if callback._prepared:  # the call failed before the callback's first hook
-                    callback._finalize(self.exception)
+                    callback._end(self.exception)
             self._done.set()
 
     @property

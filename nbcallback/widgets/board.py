@@ -301,7 +301,8 @@ class Board:
         self._requests = _Requests()
         self._scheduler.reset()
         self.last_png: bytes | None = None
-        #: Seconds the end of the last run took on the training thread (final PNG and snapshot).
+        #: Seconds the end of the last run took on the training thread (:meth:`_end`: remembering the run, the final
+        #: PNG, the snapshot); the rest of ``view().display_seconds`` is the display's time while the run trained.
         self.final_seconds = 0.0
 
     @property
@@ -378,7 +379,7 @@ class Board:
             self._guarded_finish()
         self._depth = max(0, self._depth - 1)
         if self._depth == 0 and (self._run.kind is not None or self._run.prepared):
-            self._finalize(None if stopped else exc)  # (prepared only: a background run that failed before its first hook)
+            self._end(None if stopped else exc)  # (prepared only: a background run that failed before its first hook)
         return stopped
 
     def _guarded_finish(self) -> None:
@@ -869,9 +870,18 @@ class Board:
 
     # ------------------------------------------------------------------ the end
 
-    @_counted
+    def _end(self, exc: BaseException | None) -> None:
+        """End the run (:meth:`_finalize`, with its subclasses' parts), timed as a whole: the display's time
+        (``display_seconds``) and, apart, the end's (:attr:`final_seconds`)."""
+        started = time.perf_counter()
+        try:
+            self._finalize(exc)
+        finally:
+            self.final_seconds = time.perf_counter() - started
+            self.state.note_display_cost(self.final_seconds)
+
     def _finalize(self, exc: BaseException | None) -> None:
-        """Final status, final plot, static snapshot; close everything. Never raises."""
+        """Final status, final plot, static snapshot; close everything. Never raises (:meth:`_end` calls it)."""
         run, sampler = self._run, self._sampler
         # The run ended at run_ends/eval_ends; other callbacks' exits do not count.
         now = run.t_end if run.t_end is not None and exc is None else self.settings.clock()
@@ -887,13 +897,11 @@ class Board:
             self.state.finish(now, *self._ending(exc))
             remember_run(self)  # the run's record for comparing (#47): once per run, at its end, never in a step
             if self.mode != "off" and not self._scheduler.failed:
-                started = time.perf_counter()
                 png, css_width = self._final_png() if self.state.kind == "train" else (None, None)
                 self.last_png = png or self.last_png
                 self._on_final_png(png)  # e.g. saves the PNG, which text renderers then name
                 view = self.state.view(now, live_rows=None, max_rows=self.settings.max_rows)
                 self._guard(lambda: self.renderer.finish(view, png, self._shows_status(), css_width))
-                self.final_seconds = time.perf_counter() - started
         finally:
             if run.shared is not None:
                 run.shared.uninstall_signal(self)

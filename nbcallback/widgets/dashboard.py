@@ -4,7 +4,6 @@ goes" when a ``CallbackProfiler`` times the same run, and earlier runs drawn fai
 from __future__ import annotations
 
 import threading
-import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -197,13 +196,12 @@ class Dashboard(LiveLossPlot):
     def _end_reading(self, exc: BaseException | None) -> None:
         """At the run's end: wait for the earlier runs' read if it is still going, so that the snapshot and the PNG
         keep them; at most :data:`READ_PATIENCE` seconds (a disk that does not answer must not keep the run from
-        ending), and not at all after an error or an interrupt, or once the display has failed.  The wait counts as
-        the display's time."""
+        ending), and not at all after an error or an interrupt, or once the display has failed.  The wait is part
+        of the end's time (``final_seconds``)."""
         compared = self.compared
         reading = compared.reading
         if reading is None:
             return
-        started = time.perf_counter()
         try:
             if exc is None and not self._scheduler.failed:
                 reading.join(READ_PATIENCE)
@@ -211,7 +209,6 @@ class Dashboard(LiveLossPlot):
             with self._scheduler.lock:
                 unfinished = compared.reading is reading  # (the thread clears it, under this lock, when done)
                 compared.reading = None
-            self.state.note_display_cost(time.perf_counter() - started)
         if unfinished and exc is None and not self._scheduler.failed:
             warnings.warn(f"Dashboard(compare=...): the earlier runs were still being read {READ_PATIENCE:g} s after "
                           "this run ended (a slow or unreachable disk?); its snapshot is drawn without them.",

@@ -5,6 +5,7 @@ import inspect
 import io
 import json
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -124,6 +125,22 @@ def test_the_record_is_written_once_per_run_at_its_end_never_in_a_step(monkeypat
     assert not any(name.startswith("on_") for name in calls[0])  # not inside any training hook
     model.fit(1, batches(20), callbacks=shown)
     assert len(calls) == 2 and len(list_runs()) == 2
+
+
+def test_writing_the_record_is_the_end_of_the_run_not_its_live_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow disk at the end: the record's writing is counted in the end's time (``final_seconds``), and the time
+    the display took while the run trained (``display_seconds`` less the end) does not grow with it."""
+    real = runs_module.save_run
+
+    def slow(rec: RunRecord, path: Path) -> Path:
+        time.sleep(0.5)
+        return real(rec, path)
+
+    monkeypatch.setattr(runs_module, "save_run", slow)
+    dash = train()
+    assert len(list_runs()) == 1
+    live = dash.view().display_seconds - dash.final_seconds
+    assert dash.final_seconds >= 0.5 > live >= 0
 
 
 def test_runs_that_leave_no_record(monkeypatch: pytest.MonkeyPatch) -> None:
