@@ -17,9 +17,7 @@ its parts: the live widget's refreshes rebuild only the live row).
 """
 from __future__ import annotations
 
-import math
 import os
-from array import array
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence, Union
@@ -29,6 +27,7 @@ from nbcallback.widgets.panels import RUN_COLORS, Panel, drawable_extent
 from nbcallback.widgets.runs import (
     RunRecord, final_headings, label_by_difference, last_runs, load_runs, status_word,
 )
+from nbcallback.widgets.series import float32_bytes
 from nbcallback.widgets.state import View
 from nbcallback.widgets.words import ENGLISH, Words
 
@@ -156,20 +155,12 @@ class Overlay:
 
     def to_widget(self) -> dict[str, Any]:
         """What the live widget is sent once (its ``compare`` trait): each run's names, colour and status as JSON,
-        and each line's x and y as float32 bytes (NaN where a value is missing), which ipywidgets sends as binary
-        buffers beside the message: nothing to walk or print number by number (the page reads them as a
-        ``Float32Array``: ``decodeCompare`` in ``dashboard.js``)."""
+        and each line's x and y as float32 bytes (``series.float32_bytes``), which ipywidgets sends as binary buffers
+        beside the message (the page reads them back: ``decodeCompare`` in ``dashboard.js``)."""
         return {"runs": [{"label": run.label, "name": run.name, "hover": run.hover, "color": run.color,
                           "status": run.status,
-                          "series": {key: {"x": _float32(cols["x"]), "y": _float32(cols["y"])}
+                          "series": {key: {"x": float32_bytes(cols["x"]), "y": float32_bytes(cols["y"])}
                                      for key, cols in run.series.items()}} for run in self.runs]}
-
-
-def _float32(values: Sequence[float | None]) -> bytes:
-    """``values`` as float32 bytes, NaN for None (a value the run did not have)."""
-    if None in values:
-        values = [math.nan if value is None else value for value in values]
-    return array("f", values).tobytes()
 
 
 def combined_range(live: tuple[float, float] | None, panel: Panel,

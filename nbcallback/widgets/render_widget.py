@@ -20,12 +20,14 @@ from nbcallback.widgets.panels import COLORS, Panel, y_range
 from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle, time_html
 from nbcallback.widgets.render_text import time_text
 from nbcallback.widgets.renderers import NullRenderer
+from nbcallback.widgets.series import float32_bytes, short
 from nbcallback.widgets.state import TrainingState, View
 from nbcallback.widgets.words import ENGLISH, Words
 
-__all__ = ["DashboardWidget", "WidgetRenderer", "StaticRenderer", "with_time"]
+__all__ = ["DashboardWidget", "WidgetRenderer", "StaticRenderer", "with_time", "wire_series"]
 
 STATIC = Path(__file__).parent / "static"
+_COLUMNS = ("x", "y", "lo", "hi")  # a series delta's columns (series.Buckets.delta)
 _LABELS = {"stop": "stop", "stopping": "stopping", "lr": "lr", "apply": "apply", "step": "axis_step"}
 #: What a closed widget's module becomes (see :meth:`DashboardWidget.drop_front_end`).
 _EMPTY_ESM = "export default {};"
@@ -88,6 +90,31 @@ class DashboardWidget(anywidget.AnyWidget):
             layout.close()
 
 
+def wire_series(view: dict[str, Any], *, binary: bool) -> tuple[list[list[str]], list[bytes]]:
+    """Put ``view``'s series deltas (``TrainingState.plot_delta``'s, as kept) in the form the page is sent, in place:
+    each column as float32 bytes (``series.float32_bytes``), taken out of the message into the returned buffers with
+    its place in the returned paths (the page puts them back: ``putBuffers`` in dashboard.js, as ipywidgets does for
+    a trait); or, when not ``binary`` (the ``view`` trait, which a page may get with the widget's opening, where not
+    every widget manager keeps buffers: Colab's drops them), as JSON numbers of four significant digits.  A tail, a
+    few numbers, is JSON either way."""
+    paths: list[list[str]] = []
+    buffers: list[bytes] = []
+    for key, delta in (view.get("series") or {}).items():
+        for column in _COLUMNS:
+            if column not in delta:
+                continue
+            if binary:
+                paths.append(["series", key, column])
+                buffers.append(float32_bytes(delta[column]))
+                delta[column] = None
+            elif column != "x":  # (steps stay whole numbers)
+                delta[column] = short(delta[column])
+        tail = delta.get("tail")
+        if tail is not None:
+            delta["tail"] = {name: value if name == "x" else short((value,))[0] for name, value in tail.items()}
+    return paths, buffers
+
+
 @dataclass(eq=False)
 class WidgetRenderer(NullRenderer):
     """The live widget, then the snapshot and the PNG.  ``panels_for`` gives the panels for the plot's facts;
@@ -117,6 +144,7 @@ class WidgetRenderer(NullRenderer):
     def open(self, view: View, state: TrainingState, status: bool = True) -> None:
         """Show the widget with everything so far in its first message (no update right after)."""
         spec, data = self._traits(view, state, status, full=True)
+        wire_series(data, binary=False)
         self.widget = DashboardWidget(on_stop=self.on_stop, on_lr=self.on_lr, spec=spec, view=data)
         if self.foreground:
             busy = BusyStatus.for_foreground_run()
@@ -146,12 +174,13 @@ class WidgetRenderer(NullRenderer):
         if full:
             widget.resync.clear()
         spec, data = self._traits(view, state, status, full)
+        paths, buffers = wire_series(data, binary=not full)
         if spec is not None:
             widget.spec = spec
         if full:
             widget.view = data  # what a view opened later starts from
         else:  # cheaper than a trait change: nothing is kept, compared or searched for binary buffers
-            widget.send({"type": "view", "view": data})
+            widget.send({"type": "view", "view": data, "buffer_paths": paths}, buffers)
 
     def _traits(
         self, view: View, state: TrainingState, status: bool, full: bool

@@ -1,14 +1,16 @@
 """Bounded series for the live panels, sent to the front end as deltas (read by ``mergeDelta`` in dashboard.js).
 
-A delta holds ``gen``, ``start``, ``x``, ``y`` (``lo``, ``hi``) and ``tail``, None for a missing value.  A merge or a
-thinning starts a new generation, whose next delta starts again at index 0.
+A delta holds ``gen``, ``start``, ``x``, ``y`` (``lo``, ``hi``) and ``tail``, None for a missing value, as kept (the
+renderer chooses their wire form: :func:`float32_bytes` or :func:`short`).  A merge or a thinning starts a new
+generation, whose next delta starts again at index 0.
 """
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Any, Sequence
 
-__all__ = ["Buckets", "Points", "Extent", "Cursor", "finite_or_none"]
+__all__ = ["Buckets", "Points", "Extent", "Cursor", "finite_or_none", "short", "float32_bytes"]
 
 #: What a reader already holds: (generation, points held, values seen when it was sent).
 Cursor = tuple[int, int, int]
@@ -21,9 +23,17 @@ def finite_or_none(value: float | None) -> float | None:
     return float(value)
 
 
-def _short(values: Sequence[float | None]) -> list[float | None]:
-    """Four significant digits: what a screen can show, in fewer bytes on the wire."""
+def short(values: Sequence[float | None]) -> list[float | None]:
+    """Four significant digits: what a screen can show, in fewer bytes of JSON."""
     return [None if v is None else float(f"{v:.4g}") for v in values]
+
+
+def float32_bytes(values: Sequence[float | None]) -> bytes:
+    """``values`` as float32 bytes (NaN for None): how a curve's column goes to the page, as a binary buffer that
+    is neither printed nor parsed number by number (``float32Column`` in dashboard.js reads it back)."""
+    if None in values:
+        values = [math.nan if value is None else value for value in values]
+    return array("f", values).tobytes()
 
 
 def _min(a: float | None, b: float | None) -> float | None:
@@ -187,11 +197,10 @@ class Buckets:
             return None, new_cursor
         tail = None
         if self._k:
-            lo, hi, y = _short((self._lo[-1], self._hi[-1], self._y[-1]))
-            tail = {"x": int(self._x[-1]), "lo": lo, "hi": hi, "y": y}
+            tail = {"x": int(self._x[-1]), "lo": self._lo[-1], "hi": self._hi[-1], "y": self._y[-1]}
         return {"gen": self.gen, "start": start, "x": [int(x) for x in self._x[start:closed]],
-                "lo": _short(self._lo[start:closed]), "hi": _short(self._hi[start:closed]),
-                "y": _short(self._y[start:closed]), "tail": tail}, new_cursor
+                "lo": self._lo[start:closed], "hi": self._hi[start:closed], "y": self._y[start:closed],
+                "tail": tail}, new_cursor
 
     def points(self) -> dict[str, list[Any]]:
         """Every bucket, the tail included (for the final plot)."""
@@ -241,7 +250,7 @@ class Points:
         new_cursor = (self.gen, len(self.x), len(self.x))
         if gen == self.gen and sent == len(self.x):
             return None, new_cursor
-        delta = {"gen": self.gen, "start": start, "x": self.x[start:], "y": _short(self.y[start:]), "tail": None}
+        delta = {"gen": self.gen, "start": start, "x": self.x[start:], "y": self.y[start:], "tail": None}
         return delta, new_cursor
 
     def points(self) -> dict[str, list[Any]]:

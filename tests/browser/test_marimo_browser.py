@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -67,6 +68,9 @@ def _read(page: Any) -> dict[str, Any]:
         "status": page.locator(".nbc-status").all_text_contents(),
         "snapshot": page.locator(".nbc-snapshot").all_text_contents(),
         "panels": page.locator(".nbc-panel").count(),
+        # the live training-loss line's vertices (its points come as float32 buffers in the widget's messages)
+        "curve": max((len(re.findall("[ML]", d or "")) for d in page.locator(".nbc-dash path.nbc-bold").evaluate_all(
+            "paths => paths.map((p) => p.getAttribute('d'))")), default=0),
     }
 
 
@@ -115,6 +119,7 @@ def test_marimo_run_shows_live_progress_then_the_snapshot(mnist_root: Path, tmp_
     assert len(live) >= 5, summary + server_log[-2000:]
     assert any("running" in " ".join(r["status"]) for r in live)
     assert max(r["panels"] for r in live) >= 1, [r["panels"] for r in live]  # the loss panel is drawn live too
+    assert max(r["curve"] for r in live) >= 20, [r["curve"] for r in live]  # with the loss curve in it
     epochs_seen = {r["bars"][0].split("%")[0] for r in live}
     assert len(epochs_seen) >= 3, epochs_seen
     assert live[-1]["t"] - live[0]["t"] > 1.0

@@ -19,6 +19,7 @@ import dashboard, {
   nearestIndex,
   niceTicks,
   panelRange,
+  putBuffers,
   seriesPoints,
   stepChanges,
   stepPath,
@@ -101,6 +102,30 @@ test("mergeDelta: tail is replaced by each delta and cleared by null; arrays nev
   assert.deepEqual(rec.y, [1, 0.9, 0.8, null]);
   assert.equal(mergeDelta(rec, null), "ok", "a missing delta changes nothing");
   assert.deepEqual(rec.x, [1, 2, 3, 4]);
+});
+
+/** float32 bytes of `values` as a widget manager hands over a message's buffer (NaN for a missing value). */
+const f32 = (values) => new DataView(new Float32Array(values.map((v) => v ?? NaN)).buffer);
+
+test("a view message's binary columns are put back where the kernel took them out, then merged like arrays", () => {
+  const msg = {
+    type: "view",
+    view: { html: { head: "<b>1</b>" }, series: { loss: { gen: 0, start: 0, x: null, y: null, lo: null, hi: null,
+      tail: { x: 4, lo: 0.25, hi: 0.75, y: 0.5 } }, "eval:accuracy": { gen: 0, start: 0, x: null, y: null, tail: null } } },
+    buffer_paths: [["series", "loss", "x"], ["series", "loss", "y"], ["series", "loss", "lo"], ["series", "loss", "hi"],
+      ["series", "eval:accuracy", "x"], ["series", "eval:accuracy", "y"], ["series", "nowhere", "x"], []],
+  };
+  const buffers = [f32([1, 2, 3]), f32([0.5, null, 0.25]), f32([0.5, null, 0.125]), f32([0.5, null, 0.375]),
+    f32([3]), f32([0.75]), f32([9]), f32([9])];
+  const view = putBuffers(msg.view, msg.buffer_paths, buffers); // the last two paths lead nowhere: skipped
+  const store = createStore();
+  applyView(store, view, 0);
+  assert.deepEqual(seriesPoints(store.series.loss),
+    { x: [1, 2, 3, 4], y: [0.5, null, 0.25, 0.5], lo: [0.5, null, 0.125, 0.25], hi: [0.5, null, 0.375, 0.75] });
+  assert.deepEqual(store.series["eval:accuracy"].y, [0.75]);
+  assert.deepEqual(store.view.html, { head: "<b>1</b>" });
+  assert.equal(putBuffers(null, [["a"]], [f32([1])]), null); // nothing to put them in
+  assert.deepEqual(putBuffers({ a: 1 }, undefined, undefined), { a: 1 }); // a message without buffers
 });
 
 test("seriesPoints: arrays then tail; nothing for a missing record", () => {

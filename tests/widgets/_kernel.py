@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 import os
@@ -21,6 +22,8 @@ from typing import Any, Iterable
 
 import nbformat
 from nbclient import NotebookClient
+
+from tests.widgets._reader import put_buffers
 
 REPO = Path(__file__).resolve().parents[2]
 #: The widget model of the live view (render_widget.DashboardWidget, an anywidget).
@@ -109,8 +112,8 @@ class RecordingClient(NotebookClient):
         self.closed: set[str] = set()
         self.stock_state: dict[str, Any] = {}
         self.stock_buffers: dict[str, Any] = {}
-        #: (cell index, msg_type, content) of every comm_open / comm_msg / comm_close, in order.
-        self.comms: list[tuple[int, str, dict[str, Any]]] = []
+        #: (cell index, msg_type, content, buffers) of every comm_open / comm_msg / comm_close, in order.
+        self.comms: list[tuple[int, str, dict[str, Any], list[Any]]] = []
 
     def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
         msg_type = msg["msg_type"]
@@ -118,7 +121,7 @@ class RecordingClient(NotebookClient):
             buffers = len(msg.get("buffers") or ())
             self.messages.append((sent_at(msg), msg_type, message_bytes(msg), cell_index, buffers))
         if msg_type in ("comm_open", "comm_msg", "comm_close"):
-            self.comms.append((cell_index, msg_type, msg["content"]))
+            self.comms.append((cell_index, msg_type, msg["content"], list(msg.get("buffers") or ())))
         if msg_type == "comm_open":
             state = msg["content"].get("data", {}).get("state", {})
             self.opened[msg["content"]["comm_id"]] = state.get("_model_name", "?")
@@ -140,20 +143,20 @@ class RecordingClient(NotebookClient):
         """comm id -> the successive ``view`` values a front end received: the comm_open's state first, then each
         ``view`` trait change and ``{"type": "view"}`` custom message, in order."""
         views: dict[str, list[dict[str, Any]]] = {}
-        for index, msg_type, content in self.comms:
+        for index, msg_type, content, buffers in self.comms:
             if index != cell_index:
                 continue
             state = content.get("data", {}).get("state", {})
             if msg_type == "comm_open" and state.get("_model_name") in OUR_MODELS:
                 views[content["comm_id"]] = [state["view"]] if state.get("view") else []
-            elif msg_type == "comm_msg" and content["comm_id"] in views and view_in(content) is not None:
-                views[content["comm_id"]].append(view_in(content))
+            elif msg_type == "comm_msg" and content["comm_id"] in views and view_in(content, buffers) is not None:
+                views[content["comm_id"]].append(view_in(content, buffers))
         return views
 
     def widget_specs(self, cell_index: int) -> dict[str, dict[str, Any]]:
         """comm id -> the last ``spec`` a front end received."""
         specs: dict[str, dict[str, Any]] = {}
-        for index, msg_type, content in self.comms:
+        for index, msg_type, content, _ in self.comms:
             state = content.get("data", {}).get("state", {})
             if index == cell_index and msg_type in ("comm_open", "comm_msg") and "spec" in state:
                 specs[content["comm_id"]] = state["spec"]
@@ -178,14 +181,16 @@ def run_notebook(
     return client, path
 
 
-def view_in(content: dict[str, Any]) -> dict[str, Any] | None:
+def view_in(content: dict[str, Any], buffers: list[Any] | None = None) -> dict[str, Any] | None:
     """The dashboard ``view`` a comm message's content carries (a trait change or a ``{"type": "view"}`` custom
-    message), or None."""
+    message, its ``buffers`` put back where the page puts them), or None."""
     data = content.get("data", {})
     if "view" in data.get("state", {}):
         return data["state"]["view"]
     custom = data.get("content") if data.get("method") == "custom" else None
-    return custom["view"] if isinstance(custom, dict) and custom.get("type") == "view" else None
+    if not isinstance(custom, dict) or custom.get("type") != "view":
+        return None
+    return put_buffers(copy.deepcopy(custom["view"]), custom.get("buffer_paths"), buffers)
 
 
 def sent_at(msg: dict[str, Any]) -> float:

@@ -2,6 +2,9 @@
 so the tests can check that the deltas the kernel sends add up to the whole series."""
 from __future__ import annotations
 
+import json
+import math
+from array import array
 from typing import Any
 
 
@@ -31,9 +34,10 @@ class Reader:
         else:
             for column in self.cols.values():
                 del column[start:]
-        n = len(delta["x"])
+        given = {key: numbers(delta.get(key)) for key in self.cols}
+        n = len(given["x"])
         for key, column in self.cols.items():
-            values = list(delta.get(key) or [])[:n]
+            values = given[key][:n]
             column += values + [None] * (n - len(values))
         self.tail = delta.get("tail")
         return result
@@ -47,12 +51,46 @@ class Reader:
 
 
 def short(values: list) -> list:
-    """The wire's four significant digits."""
+    """The ``view`` trait's numbers: four significant digits."""
     return [None if v is None else float(f"{v:.4g}") for v in values]
 
 
+def float32(values: list) -> list:
+    """A ``view`` message's numbers: float32, None for a missing value (what ``float32Column`` reads)."""
+    return [None if math.isnan(v) else v for v in array("f", [math.nan if v is None else v for v in values])]
+
+
+def numbers(column: Any) -> list:
+    """A delta's column as the page reads it: float32 bytes (a message's) decoded, a list (the trait's) as it is."""
+    if isinstance(column, (bytes, bytearray, memoryview)):
+        return [None if math.isnan(v) else v for v in array("f", bytes(column))]
+    return list(column or [])
+
+
+def wire_size(view: dict[str, Any]) -> int:
+    """Bytes of a view as it travels: its JSON (a binary column as null) and its binary buffers."""
+    buffers: list[int] = []
+
+    def take(value: Any) -> None:
+        buffers.append(len(value))
+
+    text = json.dumps(view, default=lambda value: take(value) if isinstance(value, (bytes, memoryview)) else None)
+    return len(text) + sum(buffers)
+
+
+def put_buffers(view: dict[str, Any], paths: list | None, buffers: list | None) -> dict[str, Any]:
+    """A ``view`` message's columns put back at its ``buffer_paths`` (``putBuffers`` in dashboard.js)."""
+    for path, buffer in zip(paths or [], buffers or []):
+        parent = view
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = buffer
+    return view
+
+
 def accumulate(views: list[dict[str, Any]]) -> dict[str, Reader]:
-    """Merge the ``series`` of successive ``view`` trait values, as the front end does; a gap fails."""
+    """Merge the ``series`` of successive views (trait values and messages, their buffers put back), as the front
+    end does; a gap fails."""
     readers: dict[str, Reader] = {}
     for view in views:
         for key, delta in (view.get("series") or {}).items():

@@ -1,6 +1,7 @@
 """Small synthetic training set-ups shared by the widget tests (seconds, not minutes)."""
 from __future__ import annotations
 
+import copy
 import os
 import time
 from typing import Any
@@ -10,6 +11,8 @@ import torch
 from torch import nn
 
 from nbcallback.train import Callback, Model
+
+from tests.widgets._reader import put_buffers
 
 SEED = int(os.environ.get("NBCB_TEST_SEED", "0"))
 
@@ -103,7 +106,7 @@ def record_views(widget: Any) -> list[dict[str, Any]]:
 
     def spy(content: Any, buffers: Any = None) -> None:
         if isinstance(content, dict) and content.get("type") == "view":
-            views.append(content["view"])
+            views.append(put_buffers(copy.deepcopy(content["view"]), content.get("buffer_paths"), buffers))
         send(content, buffers)
 
     widget.send = spy

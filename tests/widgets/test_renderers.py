@@ -26,7 +26,7 @@ from nbcallback.widgets.format import bars, status_line, table
 from nbcallback.widgets.render_html import fragment, payload, plot_bundle, snapshot_bundle
 from nbcallback.widgets.render_text import LogRenderer, TTYRenderer
 from nbcallback.widgets.state import TrainingState
-from tests.widgets._reader import accumulate
+from tests.widgets._reader import accumulate, float32, short, wire_size
 from tests.widgets.conftest import Pace, Ticker, batches, new_model, record_views
 
 pytest.importorskip("anywidget")
@@ -341,18 +341,23 @@ def test_widget_gets_spec_and_view_and_deltas_add_up_to_the_series(sink: FakeDis
         state.record_steps(clock(), step, [1.0 / step] * 4)
         renderer.update(state.view(clock()), state)
     assert len(views) == 41
-    assert all(len(json.dumps(v)) < 2048 for v in views[1:])  # a tick stays small
+    assert all(wire_size(v) < 2048 for v in views[1:])  # a tick stays small
     assert all(set(v["series"]) <= {"loss", "lr"} for v in views[1:])  # evaluation points are not resent
     readers = accumulate(views)
     final = state.plot_data()
     assert readers["loss"].points()["x"] == [int(x) for x in final.series["loss"]["x"]]
+    # The messages' columns went as float32 buffers; the first view (the trait) and the tail as JSON, 4 digits.
+    sent, held, kept = len(views[0]["series"]["loss"]["x"]), readers["loss"].points()["y"], final.series["loss"]["y"]
+    assert held[sent:-1] == float32(kept[sent:-1]) and held[-1] == short(kept[-1:])[0] != kept[-1]
     assert readers["loss"].points()["x"][-1] == step == 190
     assert readers["eval:accuracy"].points()["y"] == [0.5]
     # A reloaded page says hello: the next update sends everything again, as the trait a later view starts from.
     widget._message(widget, {"type": "hello"}, [])
     renderer.update(state.view(clock()), state)
     assert views[-1] is widget.view and views[-1]["series"]["loss"]["start"] == 0
-    assert accumulate([views[-1]])["loss"].points() == readers["loss"].points()
+    again = accumulate([views[-1]])["loss"].points()  # (4 digits in the trait, float32 in the messages)
+    assert again["x"] == readers["loss"].points()["x"]
+    assert all(again[k] == pytest.approx(readers["loss"].points()[k], rel=1e-3) for k in ("y", "lo", "hi"))
     # Clicks: the handlers only store the request; a bad lr is ignored.
     widget._message(widget, {"type": "stop"}, [])
     widget._message(widget, {"type": "lr", "value": "0.01"}, [])

@@ -10,7 +10,7 @@ import pytest
 
 from nbcallback.widgets.series import Buckets, Points
 from nbcallback.widgets.state import TrainingState
-from tests.widgets._reader import Reader, short as _short
+from tests.widgets._reader import Reader
 from tests.widgets.conftest import FakeClock
 
 SEED_STATE = int(os.environ.get("NBCB_TEST_SEED", "0")) + 11
@@ -293,8 +293,8 @@ def test_buckets_planned_wide_enough_never_merge_and_nan_is_a_gap() -> None:
 
 
 def test_deltas_rebuild_the_full_series_in_the_reader_at_any_cadence() -> None:
-    """A reader that merges every delta holds exactly the series (rounded as on the wire), whether it
-    reads after every step or rarely, through merges that start a new generation."""
+    """A reader that merges every delta holds exactly the series (the renderer puts them in wire form:
+    test_renderers), whether it reads after every step or rarely, through merges that start a new generation."""
     rng = random.Random(SEED_STATE + 1)
     for every in (1, 3, 17, 250):
         buckets = Buckets(max_points=16)
@@ -309,7 +309,7 @@ def test_deltas_rebuild_the_full_series_in_the_reader_at_any_cadence() -> None:
                 assert result != "gap"
                 replaced += result == "replaced"
                 full = buckets.points()
-                assert reader.points() == {k: _short(v) if k != "x" else [int(x) for x in v] for k, v in full.items()}
+                assert reader.points() == {k: v if k != "x" else [int(x) for x in v] for k, v in full.items()}
         assert buckets.gen > 0 and 1 <= replaced <= buckets.gen + 1  # a new generation is sent from 0
         delta, cursor = buckets.delta(cursor)
         if delta is not None:  # the last steps after the last read
@@ -351,7 +351,7 @@ def test_points_thin_out_keeping_the_first_and_the_newest() -> None:
         assert reader.merge(delta) != "gap"
         assert len(points) <= 10
         assert points.x[0] == 1.0 and points.x[-1] == float(i)
-        assert reader.points()["x"] == points.x and reader.points()["y"] == _short(points.y)
+        assert reader.points()["x"] == points.x and reader.points()["y"] == points.y
     assert points.gen > 0 and points.last() == 1.0
     assert points.delta(cursor) == (None, cursor)
     points.add(101.0, math.inf)

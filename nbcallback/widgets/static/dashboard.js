@@ -1,5 +1,6 @@
 // nbcallback training dashboard, the anywidget front end (issue #22): the `spec` and `view` traits and the
-// `{type: "view"}` messages of the kernel (DashboardWidget in render_widget.py). The bars, the status line and the
+// `{type: "view"}` messages of the kernel (DashboardWidget in render_widget.py; a message's curve columns come as
+// float32 binary buffers, put back by putBuffers; the trait's as JSON numbers). The bars, the status line and the
 // metrics table come as HTML built by the kernel (render_html.py, the same as the final snapshot) and are inserted
 // as they are, and so is the "where the time goes" bar (render_html.time_html, when a CallbackProfiler times the run);
 // this module draws only the plot panels (their y ranges come from the kernel too: panels.y_range,
@@ -45,10 +46,23 @@ export function cssColor(colors, name) {
 export const textWidth = (text, per) =>
   sum([...String(text ?? "")].map((c) => (c.codePointAt(0) >= 0x2e80 ? 1.9 : 1) * per));
 
-/** A delta's (or tail's) x, with its y, lo and hi cut or padded with null to x's length. */
+/** A delta's (or tail's) x, with its y, lo and hi cut or padded with null to x's length. A column is an array (the
+ * `view` trait), float32 bytes (a `view` message's, put back by putBuffers) or, in a tail, one number. */
 function columns(d) {
-  const x = asArray(d?.x);
-  return Object.fromEntries(KEYS.map((k) => [k, k === "x" ? x : x.map((_, i) => asArray(d[k])[i] ?? null)]));
+  const cols = Object.fromEntries(KEYS.map((k) => [k, typeof d?.[k] === "number" ? [d[k]] : float32Column(d?.[k])]));
+  return Object.fromEntries(KEYS.map((k) => [k, k === "x" ? cols.x : cols.x.map((_, i) => cols[k][i] ?? null)]));
+}
+
+/** A `view` message's columns put back where the kernel took them out (its `buffer_paths`, the message's buffers:
+ * render_widget.wire_series), as ipywidgets does for a trait's buffers; a path that leads nowhere is skipped. */
+export function putBuffers(view, paths, buffers) {
+  asArray(paths).forEach((path, i) => {
+    const keys = asArray(path);
+    const parent = keys.slice(0, -1).reduce((o, k) => (o && typeof o === "object" ? o[k] : undefined), view);
+    const buffer = buffers?.[i];
+    if (parent && typeof parent === "object" && keys.length && buffer !== undefined) parent[keys.at(-1)] = buffer;
+  });
+  return view;
 }
 
 /** Merge one series delta into its record (`{gen, x, y, lo, hi, tail}`, in place; `{}` at first): "replaced" (a new
@@ -66,7 +80,7 @@ export function mergeDelta(rec, delta) {
   return fresh ? "replaced" : "ok";
 }
 
-/** A column of the `compare` trait as numbers: float32 bytes (a DataView, an ArrayBuffer or a typed array: how the
+/** A column of a curve as numbers: float32 bytes (a DataView, an ArrayBuffer or a typed array: how the
  * widget manager hands over a binary buffer) become an array with null for NaN (a value the run did not have); an
  * array is kept as it is; anything else is empty. */
 export function float32Column(v) {
@@ -263,7 +277,7 @@ function connect(model) {
   };
   const handlers = Object.entries({
     "change:view": () => take(model.get("view")),
-    "msg:custom": (msg) => msg?.type === "view" && take(msg.view),
+    "msg:custom": (msg, buffers) => msg?.type === "view" && take(putBuffers(msg.view, msg.buffer_paths, buffers)),
     "change:spec": redraw,
     "change:compare": () => {
       store.compare = decodeCompare(model.get("compare"));
