@@ -107,7 +107,7 @@ class Dashboard(LiveLossPlot):
     @property
     def overlay(self) -> Overlay | None:
         """The earlier runs drawn under the current (or last) run, as read at its start (the live widget's: once the
-        read has ended); None: none."""
+        read has ended); without runs: the notebook had none to compare with yet; None: none asked for or read."""
         return self.compared.overlay
 
     # ------------------------------------------------------------------ the time bar
@@ -217,7 +217,7 @@ class Dashboard(LiveLossPlot):
     def _final_png(self) -> tuple[bytes | None, int | None]:
         """The final plot with the earlier runs drawn faint under the live one (LiveLossPlot's without them)."""
         overlay = self.compared.overlay
-        data = self.state.plot_data() if overlay is not None and self._wants_png() else None
+        data = self.state.plot_data() if overlay is not None and overlay.runs and self._wants_png() else None
         if data is None or not set(data.series) - {"lr"}:
             return super()._final_png()
         try:

@@ -190,8 +190,10 @@ def read_overlay(wanted: int | tuple[Any, ...] | None, live_settings: Mapping[st
     """The earlier runs ``wanted`` names (the last N of ``notebook``: only their files are read; or the runs named),
     labelled by their ``run_label`` or by what differs from ``live_settings`` (as ``runs.settings_of`` gives them;
     two runs that would read the same add the time they ended), x stretched to ``steps_per_epoch`` (the live
-    run's, when both runs know theirs).  Called once per run, at its start; None when there is no run to draw.
-    Records are read here and nowhere else."""
+    run's, when both runs know theirs).  Called once per run, at its start.  With a number and no readable earlier
+    run in ``notebook``: an overlay without runs (the compared runs' table says there is none yet); None when
+    nothing was asked for or none of the runs named could be read (a warning named each).  Records are read here
+    and nowhere else."""
     if not wanted:
         return None
     records, seen = [], set()
@@ -220,7 +222,7 @@ def read_overlay(wanted: int | tuple[Any, ...] | None, live_settings: Mapping[st
         epochs = final.get("epochs_done") if isinstance(final.get("epochs_done"), int) else None
         runs.append(OverlayRun(labels[index], record.name, record.status, loss, MappingProxyType(dict(metrics)),
                                epochs, MappingProxyType(series), RUN_COLORS[len(runs) % len(RUN_COLORS)]))
-    return Overlay.of(runs) if runs else None
+    return Overlay.of(runs) if runs or isinstance(wanted, int) else None
 
 
 def record_time(record: RunRecord) -> str:

@@ -48,6 +48,7 @@ _INLINE = {
     "omitted": "text-align:center",
     "caption": "caption-side:bottom;opacity:.7;text-align:left",
     "swatch": "display:inline-block;width:14px;height:3px;margin-right:6px;vertical-align:middle",
+    "note": "opacity:.7;margin-top:4px",
 }
 
 
@@ -119,7 +120,10 @@ def _table_html(view: View, words: Words, caption: str, inline: bool) -> str:
 def compare_html(overlay: Overlay, view: View, words: Words = ENGLISH, inline: bool = False) -> str:
     """The compared runs' final metrics as one small table (``Dashboard(compare=...)``): the live run's row first (it
     changes at each refresh), then the earlier runs, each with the colour swatch of its faint curves; hovering a row
-    names the run.  ``inline``: with the snapshot's inline styles."""
+    names the run; without earlier runs (a notebook's first run), a line that says so.  ``inline``: with the
+    snapshot's inline styles."""
+    if not overlay.runs:
+        return _tag("div", "note", escape(words("compare_none")), _INLINE["note"] if inline else "")
     names = compare_columns(overlay, view)
     head, earlier = _compare_fixed(overlay, names, words, inline)
     live = _compare_row(live_row(view, names, words), "train", words("compare_this_run"), inline, live=True)
@@ -167,7 +171,7 @@ def fragment(view: View, parts: frozenset[str], *, hint: str = "", status: bool 
         if view.rows_total > len(view.rows) + view.rows_omitted:
             caption = words("last_rows", shown=len(view.rows), total=view.rows_total)
         grid = _table_html(view, words, caption, inline)
-    if overlay is None or not overlay.runs:
+    if overlay is None:
         return {"head": head, "table": grid}
     return {"head": head, "table": grid, "compare": compare_html(overlay, view, words, inline)}
 
@@ -204,7 +208,7 @@ def snapshot_bundle(
         lines += text_table(dataclasses.replace(view, rows=tuple(rows), rows_omitted=0, omitted_after=0), words)
         if view.rows_total > len(rows):
             lines.append(words("last_rows_text", shown=len(rows), total=view.rows_total))
-    if overlay is not None and overlay.runs:
+    if overlay is not None:
         lines += compare_text(overlay, view, words)
     if has_plot:
         lines.append(words("plot_below"))

@@ -87,14 +87,14 @@ class _TextBase:
         """The run summary (the metrics table, the compared runs); for a plot alone, where its PNG was saved."""
         if not self.parts & {"progress", "table"}:  # the progress callbacks print the summary
             self._line(self.plot_note or self.words("text_plot_none"))
-            if self.overlay is not None:
+            if self.overlay is not None and self.overlay.runs:  # (a note that there is none: at the start only)
                 self._write("\n".join(compare_text(self.overlay, view, self.words)) + "\n")
             return
         self._line(run_summary(view, self.words))
         rest = [view.error] if view.error else []
         if view.rows and "table" in self.parts:
             rest += text_table(view, self.words)
-        if self.overlay is not None:
+        if self.overlay is not None and self.overlay.runs:
             rest += compare_text(self.overlay, view, self.words)
         if rest:
             self._write("\n".join(rest) + "\n")
@@ -247,7 +247,9 @@ def time_text(time: TimeFacts, words: Words = ENGLISH) -> str:
 
 def compare_text(overlay: Overlay, view: View | None, words: Words = ENGLISH) -> list[str]:
     """The compared runs and their final metrics as text lines: a heading, then a table (with ``view``: the live
-    run's row first)."""
+    run's row first); without earlier runs, a line that says so."""
+    if not overlay.runs:
+        return [words("compare_none")]
     header, rows, _colors = compare_table(overlay, view, words)
     lines = aligned([header, *rows])
     return [words("compare_text", count=len(overlay.runs)), *("  " + line for line in lines)]

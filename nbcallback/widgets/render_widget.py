@@ -161,7 +161,7 @@ class WidgetRenderer(NullRenderer):
         """Draw ``overlay`` under the live curves: its lines go to the page once, as the widget's ``compare`` trait
         (a view opened later gets it with the rest of the state); the refreshes send only its table's HTML."""
         self.overlay = overlay
-        if self.widget is not None and "plot" in self.parts:
+        if self.widget is not None and "plot" in self.parts and overlay.runs:
             self.widget.compare = overlay.to_widget()
 
     def update(self, view: View, state: TrainingState, status: bool = True) -> None:

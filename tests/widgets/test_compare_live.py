@@ -25,6 +25,7 @@ from nbcallback.widgets import Dashboard, list_runs
 from nbcallback.widgets import overlay as overlay_module
 from nbcallback.widgets import runs as runs_module
 from nbcallback.widgets.panels import RUN_COLORS
+from nbcallback.widgets.words import Words
 
 from .conftest import FakeClock, Ticker, batches, new_model
 
@@ -583,3 +584,41 @@ def test_compare_text_table_lines_up_in_chinese() -> None:
     for row in rows:  # every number ends where its column's dashes end (numbers are right-aligned)
         cells = [m for m in re.finditer(r"\S+", row)]
         assert display_width(row[:cells[-1].end()]) == ends[-1]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh_CN"])
+def test_a_notebooks_first_run_says_there_is_nothing_to_compare_with_yet(kernel: _Sink, lang: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare=2 before any run of the notebook: one line says why no earlier run is drawn (live, in the snapshot
+    and in the text), no warning; the run is remembered, and the next run draws it."""
+    from nbcallback.widgets.render_widget import DashboardWidget
+
+    note = Words(lang)("compare_none")
+    dash, text, warned = train_warned(0.2, compare=2, lang=lang)
+    assert text.count(note) == 1 and warned == []  # printed once, at the start
+    assert dash.overlay is not None and dash.overlay.runs == ()
+    remembered = list(records().iterdir())
+    for path in remembered:  # (the widget run below is the notebook's first again)
+        path.unlink()
+    changes: list[Any] = []
+    real_init = DashboardWidget.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        self.observe(lambda change: changes.append(change["new"]), names="compare")
+
+    monkeypatch.setattr(DashboardWidget, "__init__", init)
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(DashboardWidget, "send", lambda self, content, buffers=None: sent.append(content))
+    clock = FakeClock()
+    dash, _, warned = train_warned(0.1, compare=2, display="widget", lang=lang, clock=clock, steps=40,
+                                   callbacks=(_ReadFirst(), Ticker(clock, 0.05)))
+    assert warned == [] and dash.overlay is not None and dash.overlay.runs == ()
+    assert changes == []  # no curves to send
+    live = [message["view"]["html"].get("compare", "") for message in sent if message.get("type") == "view"]
+    assert live and all(note in unescape(html) for html in live)  # the live widget says it under its table
+    snapshot = kernel.handles[-1].bundles[-1]
+    assert note in unescape(snapshot["text/html"]) and note in snapshot["text/plain"]
+    assert len(remembered) == 1 and len(list_runs()) == 1  # each run was remembered
+    dash, text, _ = train_warned(0.05, compare=2, lang=lang)
+    assert len(dash.overlay.runs) == 1 and dash.overlay.runs[0].label.startswith("lr 0.1") and note not in text
