@@ -301,8 +301,9 @@ class Board:
         self._requests = _Requests()
         self._scheduler.reset()
         self.last_png: bytes | None = None
-        #: Seconds the end of the last run took on the training thread (:meth:`_end`: remembering the run, the final
-        #: PNG, the snapshot); the rest of ``view().display_seconds`` is the display's time while the run trained.
+        #: Seconds the end of the last run took on the training thread (:meth:`_end`, once the loop has returned: the
+        #: last losses read, the run remembered, the final PNG, the snapshot; a compared run's wait for its read); the
+        #: rest of ``view().display_seconds`` is the display's time while the run trained.
         self.final_seconds = 0.0
 
     @property

@@ -212,7 +212,7 @@ class Dashboard(LiveLossPlot):
         if unfinished and exc is None and not self._scheduler.failed:
             warnings.warn(f"Dashboard(compare=...): the earlier runs were still being read {READ_PATIENCE:g} s after "
                           "this run ended (a slow or unreachable disk?); its snapshot is drawn without them.",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=5)
 
     def _final_png(self) -> tuple[bytes | None, int | None]:
         """The final plot with the earlier runs drawn faint under the live one (LiveLossPlot's without them)."""

@@ -156,7 +156,9 @@ class Overlay:
     def to_widget(self) -> dict[str, Any]:
         """What the live widget is sent once (its ``compare`` trait): each run's names, colour and status as JSON,
         and each line's x and y as float32 bytes (``series.float32_bytes``), which ipywidgets sends as binary buffers
-        beside the message (the page reads them back: ``decodeCompare`` in ``dashboard.js``)."""
+        beside the message (the page reads them back: ``decodeCompare`` in ``dashboard.js``).  The trait is set after
+        the widget has opened (an update, whose buffers every widget manager keeps; Colab's drops those of an
+        opening)."""
         return {"runs": [{"label": run.label, "name": run.name, "hover": run.hover, "color": run.color,
                           "status": run.status,
                           "series": {key: {"x": float32_bytes(cols["x"]), "y": float32_bytes(cols["y"])}

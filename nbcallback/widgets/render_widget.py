@@ -20,7 +20,7 @@ from nbcallback.widgets.panels import COLORS, Panel, y_range
 from nbcallback.widgets.render_html import payload, plot_bundle, snapshot_bundle, time_html
 from nbcallback.widgets.render_text import time_text
 from nbcallback.widgets.renderers import NullRenderer
-from nbcallback.widgets.series import float32_bytes, short
+from nbcallback.widgets.series import float32_bytes, float32_list
 from nbcallback.widgets.state import TrainingState, View
 from nbcallback.widgets.words import ENGLISH, Words
 
@@ -54,6 +54,7 @@ class DashboardWidget(anywidget.AnyWidget):
         self._on_stop = on_stop
         self._on_lr = on_lr
         self.resync = threading.Event()  # a page asked for the whole history
+        self.binary = True  # the series deltas' columns as binary buffers (until a page says it got none)
         self.busy: BusyStatus | None = None  # keeps the kernel indicator at busy during a foreground run
         release_comm_routing(self)
         self.on_msg(self._message)
@@ -69,6 +70,8 @@ class DashboardWidget(anywidget.AnyWidget):
             if lr is not None:
                 self._on_lr(lr)
         elif kind == "hello":
+            if content.get("binary") is False:  # its widget manager drops a message's buffers: JSON from now on
+                self.binary = False
             self.resync.set()
 
     def drop_front_end(self) -> None:
@@ -95,23 +98,25 @@ def wire_series(view: dict[str, Any], *, binary: bool) -> tuple[list[list[str]],
     each column as float32 bytes (``series.float32_bytes``), taken out of the message into the returned buffers with
     its place in the returned paths (the page puts them back: ``putBuffers`` in dashboard.js, as ipywidgets does for
     a trait); or, when not ``binary`` (the ``view`` trait, which a page may get with the widget's opening, where not
-    every widget manager keeps buffers: Colab's drops them), as JSON numbers of four significant digits.  A tail, a
-    few numbers, is JSON either way."""
+    every widget manager keeps buffers: Colab's drops them; or a page that said it got none), as JSON numbers
+    rounded to float32 (``series.float32_list``: the page holds the same numbers either way).  A tail, a few
+    numbers, is JSON, rounded the same."""
     paths: list[list[str]] = []
     buffers: list[bytes] = []
     for key, delta in (view.get("series") or {}).items():
         for column in _COLUMNS:
             if column not in delta:
                 continue
-            if binary:
+            if binary and delta[column]:  # (an empty column stays [])
                 paths.append(["series", key, column])
                 buffers.append(float32_bytes(delta[column]))
                 delta[column] = None
             elif column != "x":  # (steps stay whole numbers)
-                delta[column] = short(delta[column])
+                delta[column] = float32_list(delta[column])
         tail = delta.get("tail")
         if tail is not None:
-            delta["tail"] = {name: value if name == "x" else short((value,))[0] for name, value in tail.items()}
+            names = [name for name in tail if name != "x"]
+            delta["tail"] = {"x": tail["x"], **dict(zip(names, float32_list([tail[name] for name in names])))}
     return paths, buffers
 
 
@@ -174,7 +179,7 @@ class WidgetRenderer(NullRenderer):
         if full:
             widget.resync.clear()
         spec, data = self._traits(view, state, status, full)
-        paths, buffers = wire_series(data, binary=not full)
+        paths, buffers = wire_series(data, binary=widget.binary and not full)
         if spec is not None:
             widget.spec = spec
         if full:

@@ -1,16 +1,17 @@
 """Bounded series for the live panels, sent to the front end as deltas (read by ``mergeDelta`` in dashboard.js).
 
 A delta holds ``gen``, ``start``, ``x``, ``y`` (``lo``, ``hi``) and ``tail``, None for a missing value, as kept (the
-renderer chooses their wire form: :func:`float32_bytes` or :func:`short`).  A merge or a thinning starts a new
+renderer chooses their wire form: :func:`float32_bytes` or :func:`float32_list`).  A merge or a thinning starts a new
 generation, whose next delta starts again at index 0.
 """
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from typing import Any, Sequence
 
-__all__ = ["Buckets", "Points", "Extent", "Cursor", "finite_or_none", "short", "float32_bytes"]
+__all__ = ["Buckets", "Points", "Extent", "Cursor", "finite_or_none", "float32_bytes", "float32_list"]
 
 #: What a reader already holds: (generation, points held, values seen when it was sent).
 Cursor = tuple[int, int, int]
@@ -23,17 +24,24 @@ def finite_or_none(value: float | None) -> float | None:
     return float(value)
 
 
-def short(values: Sequence[float | None]) -> list[float | None]:
-    """Four significant digits: what a screen can show, in fewer bytes of JSON."""
-    return [None if v is None else float(f"{v:.4g}") for v in values]
-
-
 def float32_bytes(values: Sequence[float | None]) -> bytes:
-    """``values`` as float32 bytes (NaN for None): how a curve's column goes to the page, as a binary buffer that
-    is neither printed nor parsed number by number (``float32Column`` in dashboard.js reads it back)."""
+    """``values`` as little-endian float32 bytes (NaN for None): how a curve's column goes to the page, as a binary
+    buffer that is neither printed nor parsed number by number (``float32Column`` in dashboard.js reads it back).
+    float32 keeps about 7 digits (the page shows 4) and whole steps exactly up to 2**24 (16.7 million)."""
     if None in values:
         values = [math.nan if value is None else value for value in values]
-    return array("f", values).tobytes()
+    column = array("f", values)
+    if sys.byteorder == "big":
+        column.byteswap()
+    return column.tobytes()
+
+
+def float32_list(values: Sequence[float | None]) -> list[float | None]:
+    """``values`` rounded to float32 as numbers (None stays None): a curve's column where it goes as JSON (the widget's
+    ``view`` trait, a tail), so that the page holds the same numbers either way (a step line whose last point and
+    tail differ in the last bits would be marked as changing there)."""
+    column = array("f", [math.nan if value is None else value for value in values])
+    return [None if math.isnan(value) else value for value in column]
 
 
 def _min(a: float | None, b: float | None) -> float | None:

@@ -58,14 +58,16 @@ test("float32Column: a binary buffer becomes numbers, NaN becomes null; arrays p
   assert.equal(float32Column(buffer([0.1]))[0], Math.fround(0.1)); // float32: the panel shows 4 digits of it
 });
 
+/** A `compare` trait with plain arrays as the kernel sends it (Overlay.to_widget): each column as float32 bytes. */
+const binary = (trait) => ({
+  runs: trait.runs.map((run) => ({
+    ...run,
+    series: Object.fromEntries(Object.entries(run.series).map(([key, { x, y }]) => [key, { x: buffer(x), y: buffer(y) }])),
+  })),
+});
+
 test("decodeCompare: the trait as the kernel sends it draws the same lines as plain arrays would", () => {
-  const sent = {
-    runs: compare.runs.map((run) => ({
-      ...run,
-      series: Object.fromEntries(Object.entries(run.series).map(([key, { x, y }]) => [key, { x: buffer(x), y: buffer(y) }])),
-    })),
-  };
-  const decoded = decodeCompare(sent);
+  const decoded = decodeCompare(binary(compare));
   assert.deepEqual(decoded.runs.map((run) => run.label), ["lr 0.1", "batch 128"]);
   const f32 = (values) => values.map((v) => (v === null ? null : Math.fround(v))); // what float32 keeps of them
   const expected = overlayLines(compare, lossPanel).map(({ pts }) => ({ x: f32(pts.x), y: f32(pts.y) }));
@@ -133,7 +135,7 @@ test("render: the earlier runs are drawn faint under the live lines, named in th
       { key: "loss", label: "train", color: "train", style: "band" }] }], labels: { step: "step" } },
     view: { html: { head: "", compare: '<table class="nbc-table nbc-compare"></table>' }, y_ranges: [[0, 1.2]],
       series: { loss: { gen: 1, start: 0, x: [1, 2], y: [1.1, 0.9], lo: [1.0, 0.8], hi: [1.2, 1.0] } } },
-    compare,
+    compare: binary(compare), // as the kernel sends it: float32 buffers
   };
   const model = { get: (k) => traits[k], on: (e, fn) => (listeners[e] = fn), off() {}, send() {} };
   const el = new Node("div");

@@ -270,7 +270,7 @@ function fakeModel(initial = {}) {
       state[k] = v;
       (handlers[`change:${k}`] ?? []).forEach((f) => f());
     },
-    custom: (msg) => (handlers["msg:custom"] ?? []).forEach((f) => f(msg, [])),
+    custom: (msg, buffers = []) => (handlers["msg:custom"] ?? []).forEach((f) => f(msg, buffers)),
     on: (e, f) => (handlers[e] ??= []).push(f),
     off: (e, f) => (handlers[e] = (handlers[e] ?? []).filter((g) => g !== f)),
     send: (msg) => sent.push(msg),
@@ -307,6 +307,27 @@ test("initialize: a model-level store fed by view changes and msg:custom; a gap 
   assert.equal(getStore(model), undefined);
   assert.deepEqual(model.handlers["change:view"], []);
   assert.deepEqual(model.handlers["msg:custom"], []);
+});
+
+test("initialize: a view message's binary columns are merged; a manager that drops buffers gets JSON instead", () => {
+  const model = fakeModel({ spec: { parts: ["plot"] }, view: {} });
+  const cleanup = dashboard.initialize({ model });
+  const store = getStore(model);
+  const paths = [["series", "loss", "x"], ["series", "loss", "y"]];
+  model.custom({ type: "view", view: { series: { loss: { gen: 0, start: 0, x: null, y: null } } }, buffer_paths: paths },
+    [f32([1, 2]), f32([0.5, 0.25])]);
+  assert.deepEqual(seriesPoints(store.series.loss).y, [0.5, 0.25]);
+  assert.deepEqual(model.sent, []);
+  // Buffers lost on the way (a widget manager that drops them): the rest of the view is shown, the series wait for
+  // the full view, asked for once, with JSON columns from then on.
+  for (const _ of [1, 2]) {
+    model.custom({ type: "view", view: { html: { head: "<b>2</b>" }, series: { loss: { gen: 0, start: 2, x: null, y: null } } },
+      buffer_paths: paths }, undefined);
+  }
+  assert.deepEqual(model.sent, [{ type: "hello", binary: false }]);
+  assert.deepEqual(store.view.html, { head: "<b>2</b>" });
+  assert.deepEqual(store.series.loss.x, [1, 2]);
+  cleanup();
 });
 
 test("initialize picks up a view already set on the model", () => {

@@ -50,13 +50,8 @@ class Reader:
         return out
 
 
-def short(values: list) -> list:
-    """The ``view`` trait's numbers: four significant digits."""
-    return [None if v is None else float(f"{v:.4g}") for v in values]
-
-
 def float32(values: list) -> list:
-    """A ``view`` message's numbers: float32, None for a missing value (what ``float32Column`` reads)."""
+    """A curve's numbers as the page holds them: float32, None for a missing value (``float32Column``)."""
     return [None if math.isnan(v) else v for v in array("f", [math.nan if v is None else v for v in values])]
 
 
@@ -71,10 +66,12 @@ def wire_size(view: dict[str, Any]) -> int:
     """Bytes of a view as it travels: its JSON (a binary column as null) and its binary buffers."""
     buffers: list[int] = []
 
-    def take(value: Any) -> None:
+    def binary(value: Any) -> None:
+        if not isinstance(value, (bytes, memoryview)):
+            raise TypeError(f"not JSON and not a buffer: {value!r}")
         buffers.append(len(value))
 
-    text = json.dumps(view, default=lambda value: take(value) if isinstance(value, (bytes, memoryview)) else None)
+    text = json.dumps(view, default=binary)
     return len(text) + sum(buffers)
 
 

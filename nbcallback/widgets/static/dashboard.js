@@ -53,6 +53,21 @@ function columns(d) {
   return Object.fromEntries(KEYS.map((k) => [k, k === "x" ? cols.x : cols.x.map((_, i) => cols[k][i] ?? null)]));
 }
 
+/** A `view` message's view with its columns put back (putBuffers). A widget manager that dropped the message's
+ * buffers gets the view without its series, and the kernel is asked for everything again, with JSON columns from
+ * then on (`hello` with `binary: false`; at most once per store). */
+function viewOf(msg, buffers, model) {
+  const paths = asArray(msg.buffer_paths);
+  if (paths.length <= asArray(buffers).length) return putBuffers(msg.view, paths, buffers);
+  const store = stores.get(model);
+  if (store && !store.askedJson) {
+    store.askedJson = true;
+    model.send({ type: "hello", binary: false });
+  }
+  const { series, ...rest } = msg.view ?? {};
+  return rest;
+}
+
 /** A `view` message's columns put back where the kernel took them out (its `buffer_paths`, the message's buffers:
  * render_widget.wire_series), as ipywidgets does for a trait's buffers; a path that leads nowhere is skipped. */
 export function putBuffers(view, paths, buffers) {
@@ -277,7 +292,7 @@ function connect(model) {
   };
   const handlers = Object.entries({
     "change:view": () => take(model.get("view")),
-    "msg:custom": (msg, buffers) => msg?.type === "view" && take(putBuffers(msg.view, msg.buffer_paths, buffers)),
+    "msg:custom": (msg, buffers) => msg?.type === "view" && take(viewOf(msg, buffers, model)),
     "change:spec": redraw,
     "change:compare": () => {
       store.compare = decodeCompare(model.get("compare"));
