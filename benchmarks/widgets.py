@@ -613,7 +613,7 @@ def table(out: dict) -> str:
         f"({out['meta']['cpu']}, {out['meta']['cpus']} CPUs, torch {out['meta']['torch']}, 1 thread, "
         f"{out['meta']['date']}).{_load_note(out['meta'])}",
         "",
-        "| callback | (1) training thread while live, share of fit (≤ 0.6 %) | (2) end of run: snapshot + PNG "
+        "| callback | (1) training thread while live, share of fit (≤ 0.6 %) | (2) end of run: record, snapshot + PNG "
         "(≤ 300 ms) | (3) messages/s avg / peak (≤ 5 / ≤ 10) | (4) bytes/s (≤ 20 KB/s) | (5) saved bytes per "
         "fit (≤ 60 KB) | (6) widget views left (0) | wall ratio to bare, median [p10–p90] | training-thread CPU "
         "ratio |",
