@@ -249,8 +249,9 @@ def table(summary: dict, meta: dict) -> str:
     lines += [
         "",
         "The share is what the display's hooks took on the training thread while the run was live, measured by the "
-        "display itself (the end of the run, the snapshot and PNG, is left out as in `benchmarks/widgets.py`). tqdm "
-        "and livelossplot have no such measure: their column is their wall ratio only. livelossplot's plain-loop "
+        "display itself (the end of the run, its record, snapshot and PNG, is left out as in "
+        "`benchmarks/widgets.py`). tqdm and livelossplot have no such measure: their column is their wall ratio only. "
+        "livelossplot's plain-loop "
         "pattern reads `loss.item()` every step (a host synchronisation per step on a GPU); `board.log(loss=loss)` "
         "keeps the tensor and reads the kept losses once per refresh (tests/widgets/test_loop_feed.py counts it). "
         "Keras hands callbacks numbers it has already read itself; Hugging Face's Trainer logs a loss only every "
