@@ -37,11 +37,12 @@ def float32_bytes(values: Sequence[float | None]) -> bytes:
 
 
 def float32_list(values: Sequence[float | None]) -> list[float | None]:
-    """``values`` rounded to float32 as numbers (None stays None): a curve's column where it goes as JSON (the widget's
-    ``view`` trait, a tail), so that the page holds the same numbers either way (a step line whose last point and
-    tail differ in the last bits would be marked as changing there)."""
+    """``values`` rounded to float32 as numbers: a curve's column where it goes as JSON (the widget's ``view`` trait,
+    a tail), so that the page holds the same numbers either way (a step line whose last point and tail differ in the
+    last bits would be marked as changing there).  None for None and for a value beyond float32's range (JSON has no
+    infinity; a buffer's infinity is a gap on the page too)."""
     column = array("f", [math.nan if value is None else value for value in values])
-    return [None if math.isnan(value) else value for value in column]
+    return [value if math.isfinite(value) else None for value in column]
 
 
 def _min(a: float | None, b: float | None) -> float | None:

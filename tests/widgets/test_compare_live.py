@@ -233,14 +233,11 @@ class _ReadFirst(Callback):
                 assert not reading.is_alive(), "the earlier runs were not read within 20 s"
 
 
-def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel: _Sink,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def _watch_widgets(monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, Any]], list[Any]]:
+    """What the dashboard widgets made from now on send as messages, and each change of their ``compare`` trait."""
     from nbcallback.widgets.render_widget import DashboardWidget
 
-    clock = FakeClock()
-    train(0.2, callbacks=(_ReadFirst(), Ticker(clock, 0.05)))  # (the same callbacks: the runs differ by lr only)
     sent: list[dict[str, Any]] = []
-    monkeypatch.setattr(DashboardWidget, "send", lambda self, content, buffers=None: sent.append(content))
     changes: list[Any] = []
     real_init = DashboardWidget.__init__
 
@@ -249,6 +246,17 @@ def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel:
         self.observe(lambda change: changes.append(change["new"]), names="compare")
 
     monkeypatch.setattr(DashboardWidget, "__init__", init)
+    monkeypatch.setattr(DashboardWidget, "send", lambda self, content, buffers=None: sent.append(content))
+    return sent, changes
+
+
+def test_the_widget_gets_the_earlier_runs_once_and_its_table_row_updates(kernel: _Sink,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbcallback.widgets.render_widget import DashboardWidget
+
+    clock = FakeClock()
+    train(0.2, callbacks=(_ReadFirst(), Ticker(clock, 0.05)))  # (the same callbacks: the runs differ by lr only)
+    sent, changes = _watch_widgets(monkeypatch)
     dash, _ = train(0.1, compare=1, display="widget", clock=clock, epochs=2, steps=40,
                     callbacks=(_ReadFirst(), Ticker(clock, 0.05)))
     widget = kernel.handles[0].bundles[0]
@@ -591,8 +599,6 @@ def test_a_notebooks_first_run_says_there_is_nothing_to_compare_with_yet(kernel:
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """compare=2 before any run of the notebook: one line says why no earlier run is drawn (live, in the snapshot
     and in the text), no warning; the run is remembered, and the next run draws it."""
-    from nbcallback.widgets.render_widget import DashboardWidget
-
     note = Words(lang)("compare_none")
     dash, text, warned = train_warned(0.2, compare=2, lang=lang)
     assert text.count(note) == 1 and warned == []  # printed once, at the start
@@ -600,16 +606,7 @@ def test_a_notebooks_first_run_says_there_is_nothing_to_compare_with_yet(kernel:
     remembered = list(records().iterdir())
     for path in remembered:  # (the widget run below is the notebook's first again)
         path.unlink()
-    changes: list[Any] = []
-    real_init = DashboardWidget.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        real_init(self, *args, **kwargs)
-        self.observe(lambda change: changes.append(change["new"]), names="compare")
-
-    monkeypatch.setattr(DashboardWidget, "__init__", init)
-    sent: list[dict[str, Any]] = []
-    monkeypatch.setattr(DashboardWidget, "send", lambda self, content, buffers=None: sent.append(content))
+    sent, changes = _watch_widgets(monkeypatch)
     clock = FakeClock()
     dash, _, warned = train_warned(0.1, compare=2, display="widget", lang=lang, clock=clock, steps=40,
                                    callbacks=(_ReadFirst(), Ticker(clock, 0.05)))

@@ -379,6 +379,31 @@ def test_widget_gets_spec_and_view_and_deltas_add_up_to_the_series(sink: FakeDis
     assert stops == [True] and lrs == [0.01]
 
 
+def test_the_wire_form_of_the_series_is_float32_and_json_safe() -> None:
+    """A message's columns as float32 buffers, the trait's as float32 JSON numbers; a value beyond float32 (a
+    diverging loss) is a gap, never an infinity that JSON cannot carry; an empty column stays empty."""
+    from array import array
+
+    from nbcallback.widgets.render_widget import wire_series
+
+    def view() -> dict[str, Any]:
+        return {"series": {"loss": {"gen": 0, "start": 0, "x": [1, 2, 3], "y": [0.1, 1e39, None],
+                                    "lo": [0.1, None, 2.5], "hi": [], "tail": {"x": 4, "y": 1e40, "lo": 0.3}}}}
+
+    sent = view()
+    paths, buffers = wire_series(sent, binary=True)
+    assert paths == [["series", "loss", column] for column in ("x", "y", "lo")]  # the empty hi stays []
+    assert sent["series"]["loss"]["hi"] == [] and sent["series"]["loss"]["y"] is None
+    assert list(array("f", buffers[0])) == [1.0, 2.0, 3.0]
+    trait = view()
+    assert wire_series(trait, binary=False) == ([], [])
+    loss = trait["series"]["loss"]
+    assert loss["x"] == [1, 2, 3] and loss["y"] == [array("f", [0.1])[0], None, None]
+    assert loss["tail"] == {"x": 4, "y": None, "lo": array("f", [0.3])[0]}
+    json.dumps(trait, allow_nan=False)  # what the kernel's session does with a message: no infinity, no NaN
+    json.dumps(sent, allow_nan=False)
+
+
 def test_a_new_metric_resends_the_panels_once(sink: FakeDisplay) -> None:
     renderer = WidgetRenderer(frozenset({"plot"}), panels_for=_panels)
     clock = FakeClock()
