@@ -60,7 +60,9 @@ if MODE == "script":
     model = Model(net, nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), 0.05), metrics={"accuracy", "loss"})
     data = NumpySlicesDataset({"x": x, "y": y}).batch(8)
     model.train(2, data, callbacks=[LossMonitor(4), StopOnRankOne()])
-    print(f"rank {context.rank} evaluated {sorted(model.eval(data))}", flush=True)
+    # One write of the whole line: with PYTHONUNBUFFERED, print() writes the text and the newline apart, and the
+    # other rank's line can come in between on the shared pipe.
+    sys.stdout.write(f"rank {context.rank} evaluated {sorted(model.eval(data))}\n")
     leave_votes_in_flight(30)
 else:
     distributed.all_reduce(torch.ones(3), what="a host sum")
