@@ -158,9 +158,10 @@ export function legendRows(widths, room, right) {
   return out;
 }
 
-/** A model's store: the latest view (without series), the merged series, the redraw listeners. */
+/** A model's store: the latest view (without series), the merged series, the earlier runs (decodeCompare), when it
+ * last said hello, whether it asked for JSON columns (viewOf), the redraw listeners. */
 export const createStore = () =>
-  ({ view: {}, series: {}, compare: { runs: [] }, lastHello: -Infinity, listeners: new Set() });
+  ({ view: {}, series: {}, compare: { runs: [] }, lastHello: -Infinity, askedJson: false, listeners: new Set() });
 
 /** Apply one `view` (trait or `msg:custom`): its keys but `series` replace the last view's, series deltas merge.
  * True when a gap was found and a hello may be sent (at most once a second). */
